@@ -1,0 +1,96 @@
+#include "cli/cli_args.hpp"
+
+#include "stof/error.hpp"
+#include "stof/npy.hpp"
+
+#include <filesystem>
+
+namespace stof::cli {
+
+std::pair<std::string, std::string> split_assignment(const std::string& arg, const char* flag) {
+    const size_t eq = arg.find('=');
+    STOF_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < arg.size(), "{} '{}': expected NAME=VALUE", flag, arg);
+    return {arg.substr(0, eq), arg.substr(eq + 1)};
+}
+
+Shape parse_dims(const std::string& text, const std::string& context) {
+    Shape dims;
+    size_t p = 0;
+    while (p <= text.size()) {
+        const size_t end = text.find_first_of("x,", p);
+        const std::string part = text.substr(p, end == std::string::npos ? std::string::npos : end - p);
+        STOF_CHECK(!part.empty() && part.size() < 12 && part.find_first_not_of("0123456789") == std::string::npos,
+                   "{}: '{}' is not a list of positive sizes like 2x128", context, text);
+        dims.push_back(std::stoll(part));
+        if (end == std::string::npos) break;
+        p = end + 1;
+    }
+    return dims;
+}
+
+std::map<std::string, Shape> parse_shapes(const std::vector<std::string>& args) {
+    std::map<std::string, Shape> out;
+    for (const std::string& a : args) {
+        auto [name, dims] = split_assignment(a, "--shape");
+        STOF_CHECK(!out.count(name), "--shape gives '{}' twice", name);
+        out[name] = parse_dims(dims, "--shape " + a);
+    }
+    return out;
+}
+
+std::string tensor_file_name(const std::string& name) {
+    std::string s = name;
+    for (char& c : s)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
+    return s;
+}
+
+namespace {
+TensorMap load_named(const std::vector<std::string>& args, const char* flag) {
+    TensorMap out;
+    for (const std::string& a : args) {
+        auto [name, file] = split_assignment(a, flag);
+        STOF_CHECK(!out.count(name), "{} gives '{}' twice", flag, name);
+        out[name] = read_npy(file);
+    }
+    return out;
+}
+}  // namespace
+
+TensorMap load_inputs(const ir::Graph& g, const std::vector<std::string>& args, const std::string& dir) {
+    TensorMap feeds = load_named(args, "--input");
+    for (ir::ValueId id : g.inputs) {
+        const std::string& name = g.value(id).name;
+        if (feeds.count(name) || dir.empty()) continue;
+        const std::string path = (std::filesystem::path(dir) / (tensor_file_name(name) + ".npy")).string();
+        STOF_CHECK(std::filesystem::exists(path), "input '{}': no --input given and '{}' does not exist", name, path);
+        feeds[name] = read_npy(path);
+    }
+    std::string missing;
+    for (ir::ValueId id : g.inputs) {
+        const ir::Value& v = g.value(id);
+        if (!feeds.count(v.name)) missing += fmt::format("{}{} ({})", missing.empty() ? "" : ", ", v.name, dtype_name(v.dtype));
+    }
+    STOF_CHECK(missing.empty(), "missing model inputs: {}; give each with --input NAME=FILE.npy", missing);
+    return feeds;
+}
+
+TensorMap load_expected(const ir::Graph& g, const std::vector<std::string>& args, const std::string& dir) {
+    TensorMap expected = load_named(args, "--expect");
+    for (const auto& [name, t] : expected) {
+        bool is_output = false;
+        for (ir::ValueId o : g.outputs) is_output = is_output || g.value(o).name == name;
+        STOF_CHECK(is_output, "--expect names '{}', which is not a model output", name);
+    }
+    if (!dir.empty()) {
+        for (ir::ValueId o : g.outputs) {
+            const std::string& name = g.value(o).name;
+            const std::string path = (std::filesystem::path(dir) / (tensor_file_name(name) + ".npy")).string();
+            if (!expected.count(name) && std::filesystem::exists(path)) expected[name] = read_npy(path);
+        }
+        STOF_CHECK(!expected.empty(), "--expect-dir '{}' holds no <output>.npy file for any model output", dir);
+    }
+    return expected;
+}
+
+}  // namespace stof::cli

@@ -1,0 +1,35 @@
+// stofc ir MODEL [--shape NAME=DIMS]... : print the IR after the pipeline.
+#include "cli/cli_args.hpp"
+#include "cli/commands.hpp"
+#include "onnx/import.hpp"
+#include "pipeline.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace stof::cli {
+
+namespace {
+struct IrArgs {
+    std::string model, dump_after;
+    std::vector<std::string> shapes;
+};
+}  // namespace
+
+void add_ir_command(CLI::App& app) {
+    auto args = std::make_shared<IrArgs>();
+    CLI::App* cmd = app.add_subcommand("ir", "Print a model's IR after the compiler passes");
+    cmd->add_option("model", args->model, "ONNX model file")->required()->check(CLI::ExistingFile);
+    cmd->add_option("--shape", args->shapes, "Input shape NAME=DIMS, e.g. input_ids=2x128 (repeatable)");
+    cmd->add_option("--dump-after", args->dump_after, "Also print the IR after pass NAME, or after every pass with 'all'");
+    cmd->callback([args] {
+        ir::Graph g = import_onnx_file(args->model);
+        PipelineOptions opt;
+        opt.pass.input_shapes = parse_shapes(args->shapes);
+        opt.dump_after = args->dump_after;
+        run_pipeline(g, opt);
+        if (args->dump_after.empty()) fmt::print("{}", ir::to_text(g));
+        spdlog::info("{} nodes: {}", g.nodes.size(), ir::op_histogram(g));
+    });
+}
+
+}  // namespace stof::cli

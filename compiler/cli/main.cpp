@@ -1,0 +1,33 @@
+// stofc: the stofc compiler's command-line tool.
+#include "cli/commands.hpp"
+#include "stof/error.hpp"
+#include "stof/log.hpp"
+#include "stof/version.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+int main(int argc, char** argv) {
+    CLI::App app{"stofc: ahead-of-time compiler for sparse Transformer inference on NVIDIA GPUs"};
+    app.set_version_flag("--version", std::string("stofc ") + stof::kVersion);
+    int verbosity = 0;
+    app.add_flag("-v,--verbose", verbosity, "More log output (-v debug, -vv trace); or set STOF_LOG");
+    app.require_subcommand(1);
+    stof::cli::add_eval_command(app);
+    stof::cli::add_ir_command(app);
+    app.parse_complete_callback([&] { stof::init_logging(verbosity); });
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    } catch (const stof::Error& e) {
+        spdlog::debug("raised at {}", e.where());
+        std::fprintf(stderr, "stofc: error: %s\n", e.what());
+        return 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "stofc: internal error: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,131 @@
+#include "onnx/onnx_ops.hpp"
+
+#include "onnx/onnx_tensor.hpp"
+#include "stof/error.hpp"
+
+namespace stof {
+
+using ir::Op;
+
+namespace {
+
+// ReduceMean/Max/Min before opset 18 carry axes as an attribute; the IR takes them as input 1.
+void axes_attr_to_input(ImportContext& c, ir::Node& n) {
+    if (!n.attrs.has("axes")) return;
+    const std::vector<int64_t> axes = n.attrs.ints("axes");
+    n.attrs.erase("axes");
+    Tensor t(DType::i64, {static_cast<int64_t>(axes.size())});
+    for (size_t i = 0; i < axes.size(); ++i) t.data<int64_t>()[i] = axes[i];
+    n.inputs.resize(1);
+    n.inputs.push_back(c.graph.add_constant(std::move(t), n.name + "_axes"));
+}
+
+void cast_to_dtype(ImportContext&, ir::Node& n) {
+    STOF_CHECK(n.attrs.has("to"), "{}: missing attribute 'to'", n.label());
+    n.attrs.set("to", static_cast<int64_t>(dtype_from_onnx(static_cast<int32_t>(n.attrs.i("to", 0)), n.label())));
+    if (n.attrs.has("saturate")) n.attrs.erase("saturate");
+}
+
+// Inference-mode Dropout is the identity; its optional mask output is dropped.
+void dropout_to_identity(ImportContext&, ir::Node& n) {
+    n.op = Op::Identity;
+    n.inputs.resize(1);
+    n.outputs.resize(1);
+    n.attrs = {};
+}
+
+void layernorm_check(ImportContext&, ir::Node& n) {
+    STOF_CHECK(n.attrs.i("stash_type", 1) == 1, "{}: stash_type {} is not supported (only float)", n.label(),
+               n.attrs.i("stash_type", 1));
+    n.attrs.erase("stash_type");
+}
+
+constexpr int64_t kLast = 21;
+
+constexpr OnnxOp kTable[] = {
+    {"Identity", 13, kLast, Op::Identity, nullptr},
+    {"Dropout", 13, kLast, Op::Identity, dropout_to_identity},
+    {"Abs", 13, kLast, Op::Abs, nullptr},
+    {"Neg", 13, kLast, Op::Neg, nullptr},
+    {"Sqrt", 13, kLast, Op::Sqrt, nullptr},
+    {"Reciprocal", 13, kLast, Op::Reciprocal, nullptr},
+    {"Log", 13, kLast, Op::Log, nullptr},
+    {"Exp", 13, kLast, Op::Exp, nullptr},
+    {"Erf", 13, kLast, Op::Erf, nullptr},
+    {"Tanh", 13, kLast, Op::Tanh, nullptr},
+    {"Relu", 13, kLast, Op::Relu, nullptr},
+    {"Sigmoid", 13, kLast, Op::Sigmoid, nullptr},
+    {"Sin", 13, kLast, Op::Sin, nullptr},
+    {"Cos", 13, kLast, Op::Cos, nullptr},
+    {"Sign", 13, kLast, Op::Sign, nullptr},
+    {"Floor", 13, kLast, Op::Floor, nullptr},
+    {"Ceil", 13, kLast, Op::Ceil, nullptr},
+    {"Gelu", 20, kLast, Op::Gelu, nullptr},
+    {"IsNaN", 13, kLast, Op::IsNaN, nullptr},
+    {"IsInf", 13, kLast, Op::IsInf, nullptr},
+    {"Not", 13, kLast, Op::Not, nullptr},
+    {"Cast", 13, kLast, Op::Cast, cast_to_dtype},
+    {"Clip", 13, kLast, Op::Clip, nullptr},
+    {"Add", 13, kLast, Op::Add, nullptr},
+    {"Sub", 13, kLast, Op::Sub, nullptr},
+    {"Mul", 13, kLast, Op::Mul, nullptr},
+    {"Div", 13, kLast, Op::Div, nullptr},
+    {"Pow", 13, kLast, Op::Pow, nullptr},
+    {"Mod", 13, kLast, Op::Mod, nullptr},
+    {"Min", 13, kLast, Op::Min, nullptr},
+    {"Max", 13, kLast, Op::Max, nullptr},
+    {"Equal", 13, kLast, Op::Equal, nullptr},
+    {"Less", 13, kLast, Op::Less, nullptr},
+    {"LessOrEqual", 13, kLast, Op::LessOrEqual, nullptr},
+    {"Greater", 13, kLast, Op::Greater, nullptr},
+    {"GreaterOrEqual", 13, kLast, Op::GreaterOrEqual, nullptr},
+    {"And", 13, kLast, Op::And, nullptr},
+    {"Or", 13, kLast, Op::Or, nullptr},
+    {"Xor", 13, kLast, Op::Xor, nullptr},
+    {"Where", 13, kLast, Op::Where, nullptr},
+    {"ReduceMean", 13, kLast, Op::ReduceMean, axes_attr_to_input},
+    {"ReduceSum", 13, kLast, Op::ReduceSum, nullptr},
+    {"ReduceMax", 13, kLast, Op::ReduceMax, axes_attr_to_input},
+    {"ReduceMin", 13, kLast, Op::ReduceMin, axes_attr_to_input},
+    {"Softmax", 13, kLast, Op::Softmax, nullptr},
+    {"LayerNormalization", 17, kLast, Op::LayerNormalization, layernorm_check},
+    {"CumSum", 13, kLast, Op::CumSum, nullptr},
+    {"MatMul", 13, kLast, Op::MatMul, nullptr},
+    {"Gemm", 13, kLast, Op::Gemm, nullptr},
+    {"Conv", 13, kLast, Op::Conv, nullptr},
+    {"Reshape", 13, kLast, Op::Reshape, nullptr},
+    {"Transpose", 13, kLast, Op::Transpose, nullptr},
+    {"Unsqueeze", 13, kLast, Op::Unsqueeze, nullptr},
+    {"Squeeze", 13, kLast, Op::Squeeze, nullptr},
+    {"Flatten", 13, kLast, Op::Flatten, nullptr},
+    {"Slice", 13, kLast, Op::Slice, nullptr},
+    {"Concat", 13, kLast, Op::Concat, nullptr},
+    {"Split", 13, kLast, Op::Split, nullptr},
+    {"Expand", 13, kLast, Op::Expand, nullptr},
+    {"Tile", 13, kLast, Op::Tile, nullptr},
+    {"Gather", 13, kLast, Op::Gather, nullptr},
+    {"GatherElements", 13, kLast, Op::GatherElements, nullptr},
+    {"ScatterND", 13, kLast, Op::ScatterND, nullptr},
+    {"Pad", 13, kLast, Op::Pad, nullptr},
+    {"Trilu", 14, kLast, Op::Trilu, nullptr},
+    {"Shape", 13, kLast, Op::Shape, nullptr},
+    {"Size", 13, kLast, Op::Size, nullptr},
+    {"ConstantOfShape", 13, kLast, Op::ConstantOfShape, nullptr},
+    {"Range", 13, kLast, Op::Range, nullptr},
+};
+
+}  // namespace
+
+const OnnxOp* find_onnx_op(std::string_view type, int64_t opset) {
+    for (const OnnxOp& e : kTable)
+        if (e.type == type && opset >= e.min_opset && opset <= e.max_opset) return &e;
+    return nullptr;
+}
+
+std::string known_onnx_ops() {
+    std::string s;
+    for (const OnnxOp& e : kTable) s += (s.empty() ? "" : ", ") + std::string(e.type);
+    return s + ", Constant";
+}
+
+}  // namespace stof

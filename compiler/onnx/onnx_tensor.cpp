@@ -1,0 +1,136 @@
+#include "onnx/onnx_tensor.hpp"
+
+#include "stof/error.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+namespace stof {
+
+DType dtype_from_onnx(int32_t t, const std::string& what) {
+    switch (t) {
+        case onnx::TensorProto::FLOAT: return DType::f32;
+        case onnx::TensorProto::FLOAT16: return DType::f16;
+        case onnx::TensorProto::BFLOAT16: return DType::bf16;
+        case onnx::TensorProto::DOUBLE: return DType::f64;
+        case onnx::TensorProto::INT64: return DType::i64;
+        case onnx::TensorProto::INT32: return DType::i32;
+        case onnx::TensorProto::INT8: return DType::i8;
+        case onnx::TensorProto::UINT8: return DType::u8;
+        case onnx::TensorProto::BOOL: return DType::boolean;
+        default: break;
+    }
+    STOF_FAIL("{}: ONNX element type {} is not supported (supported: float, float16, bfloat16, double, int64, int32, "
+              "int8, uint8, bool)", what, t);
+}
+
+namespace {
+
+int64_t parse_count(const std::string& text, const std::string& what) {
+    int64_t v = 0;
+    STOF_CHECK(!text.empty() && text.size() < 19, "{}: external data field '{}' is not a byte count", what, text);
+    for (char c : text) {
+        STOF_CHECK(c >= '0' && c <= '9', "{}: external data field '{}' is not a byte count", what, text);
+        v = v * 10 + (c - '0');
+    }
+    return v;
+}
+
+std::string read_external(const onnx::TensorProto& t, const std::string& base_dir, size_t expected) {
+    const std::string what = "initializer '" + t.name() + "'";
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto& kv : t.external_data()) {
+        if (kv.key() == "location") location = kv.value();
+        else if (kv.key() == "offset") offset = parse_count(kv.value(), what);
+        else if (kv.key() == "length") length = parse_count(kv.value(), what);
+    }
+    STOF_CHECK(!location.empty(), "{}: external data has no location", what);
+    STOF_CHECK(!base_dir.empty(), "{}: external data '{}' cannot be resolved for a model loaded from memory", what, location);
+    namespace fs = std::filesystem;
+    const fs::path rel(location);
+    STOF_CHECK(rel.is_relative(), "{}: external data path '{}' must be relative to the model", what, location);
+    for (const auto& part : rel)
+        STOF_CHECK(part != "..", "{}: external data path '{}' leaves the model's directory", what, location);
+    const fs::path file = fs::path(base_dir) / rel;
+    std::ifstream in(file, std::ios::binary);
+    STOF_CHECK(in.good(), "{}: cannot open external data file '{}'", what, file.string());
+    in.seekg(0, std::ios::end);
+    const auto size = static_cast<int64_t>(in.tellg());
+    if (length < 0) length = static_cast<int64_t>(expected);
+    STOF_CHECK(offset >= 0 && static_cast<size_t>(length) == expected,
+               "{}: external data length {} does not match the tensor's {} bytes", what, length, expected);
+    STOF_CHECK(offset + length <= size, "{}: external data file '{}' is too short ({} bytes, needs {})", what,
+               file.string(), size, offset + length);
+    std::string bytes(static_cast<size_t>(length), '\0');
+    in.seekg(offset);
+    in.read(bytes.data(), length);
+    STOF_CHECK(in.good(), "{}: cannot read external data file '{}'", what, file.string());
+    return bytes;
+}
+
+}  // namespace
+
+Tensor tensor_from_onnx(const onnx::TensorProto& t, const std::string& base_dir) {
+    const std::string what = t.name().empty() ? std::string("a tensor") : "tensor '" + t.name() + "'";
+    STOF_CHECK(t.has_data_type(), "{}: no element type", what);
+    const DType dtype = dtype_from_onnx(t.data_type(), what);
+    Shape shape(t.dims().begin(), t.dims().end());
+    for (int64_t d : shape) STOF_CHECK(d >= 0 && d < (int64_t{1} << 40), "{}: invalid dimension {}", what, d);
+    STOF_CHECK(!t.has_segment(), "{}: segmented tensors are not supported", what);
+    int64_t count = 1;
+    for (int64_t d : shape) {
+        STOF_CHECK(d == 0 || count <= (int64_t{1} << 40) / d, "{}: shape {} is too large", what, shape_str(shape));
+        count *= d;
+    }
+    const size_t nbytes = static_cast<size_t>(count) * dtype_size(dtype);
+
+    Tensor out;
+    out.dtype = dtype;
+    out.shape = shape;
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+        const std::string bytes = read_external(t, base_dir, nbytes);
+        out.bytes.assign(bytes.begin(), bytes.end());
+    } else if (t.has_raw_data()) {
+        STOF_CHECK(t.raw_data().size() == nbytes, "{}: raw data has {} bytes but {}{} needs {}", what,
+                   t.raw_data().size(), dtype_name(dtype), shape_str(shape), nbytes);
+        out.bytes.assign(t.raw_data().begin(), t.raw_data().end());
+    } else {
+        out.bytes.assign(nbytes, 0);
+        auto check_count = [&](int n) {
+            STOF_CHECK(n == count, "{}: holds {} values but shape {} needs {}", what, n, shape_str(shape), count);
+        };
+        switch (dtype) {
+            case DType::f32:
+                check_count(t.float_data_size());
+                for (int i = 0; i < t.float_data_size(); ++i) out.data<float>()[i] = t.float_data(i);
+                break;
+            case DType::f64:
+                check_count(t.double_data_size());
+                for (int i = 0; i < t.double_data_size(); ++i) out.data<double>()[i] = t.double_data(i);
+                break;
+            case DType::i64:
+                check_count(t.int64_data_size());
+                for (int i = 0; i < t.int64_data_size(); ++i) out.data<int64_t>()[i] = t.int64_data(i);
+                break;
+            case DType::i32:
+                check_count(t.int32_data_size());
+                for (int i = 0; i < t.int32_data_size(); ++i) out.data<int32_t>()[i] = t.int32_data(i);
+                break;
+            case DType::f16: case DType::bf16:
+                check_count(t.int32_data_size());
+                for (int i = 0; i < t.int32_data_size(); ++i) out.data<uint16_t>()[i] = static_cast<uint16_t>(t.int32_data(i));
+                break;
+            case DType::i8: case DType::u8: case DType::boolean:
+                check_count(t.int32_data_size());
+                for (int i = 0; i < t.int32_data_size(); ++i) out.data<uint8_t>()[i] = static_cast<uint8_t>(t.int32_data(i));
+                break;
+            case DType::undefined: break;
+        }
+    }
+    if (dtype == DType::boolean)
+        for (uint8_t& b : out.bytes) b = b != 0;
+    return out;
+}
+
+}  // namespace stof

@@ -1,0 +1,212 @@
+// Matrix products: MatMul (numpy semantics), Gemm, Conv (1-D and 2-D).
+// fp32 accumulation; inputs of any float dtype.
+#include "ops/op_functions.hpp"
+#include "ops/op_util.hpp"
+
+namespace stof::ir::ops {
+
+namespace {
+
+using Inputs = std::vector<const Tensor*>;
+using Types = std::vector<TensorType>;
+
+// C[m,n] += A[m,k] * B[k,n], row-major with leading dimensions.
+void matmul_acc(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
+                int64_t ldc) {
+    for (int64_t i = 0; i < m; ++i) {
+        float* crow = c + i * ldc;
+        for (int64_t p = 0; p < k; ++p) {
+            const float av = a[i * lda + p];
+            const float* brow = b + p * ldb;
+            for (int64_t j = 0; j < n; ++j) crow[j] += av * brow[j];
+        }
+    }
+}
+
+struct MatMulDims {
+    Shape a, b;      // operands promoted to rank >= 2
+    Shape batch;     // broadcast batch dims
+    Shape out;       // final output shape (1-D promotions removed)
+    int64_t m, k, n;
+};
+
+MatMulDims matmul_dims(const Node& n, const Shape& a0, const Shape& b0) {
+    STOF_CHECK(!a0.empty() && !b0.empty(), "{}: operands must have rank >= 1", n.label());
+    MatMulDims d;
+    d.a = a0.size() == 1 ? Shape{1, a0[0]} : a0;
+    d.b = b0.size() == 1 ? Shape{b0[0], 1} : b0;
+    d.m = d.a[d.a.size() - 2];
+    d.k = d.a.back();
+    d.n = d.b.back();
+    STOF_CHECK(d.k == d.b[d.b.size() - 2], "{}: inner dimensions differ ({} and {})", n.label(), shape_str(a0),
+               shape_str(b0));
+    const Shape ba(d.a.begin(), d.a.end() - 2), bb(d.b.begin(), d.b.end() - 2);
+    d.batch = broadcast_shapes({&ba, &bb}, n);
+    d.out = d.batch;
+    if (a0.size() > 1) d.out.push_back(d.m);
+    if (b0.size() > 1) d.out.push_back(d.n);
+    return d;
+}
+
+}  // namespace
+
+std::vector<TensorType> infer_MatMul(const Node& n, const std::vector<InferInput>& in) {
+    STOF_CHECK(is_float(in[0].dtype) && in[0].dtype == in[1].dtype, "{}: needs two float inputs of one type, got {} and {}",
+               n.label(), dtype_name(in[0].dtype), dtype_name(in[1].dtype));
+    return {{in[0].dtype, matmul_dims(n, in[0].shape, in[1].shape).out}};
+}
+
+std::vector<Tensor> eval_MatMul(const Node& n, const Inputs& in, const Types& out) {
+    const MatMulDims d = matmul_dims(n, in[0]->shape, in[1]->shape);
+    const std::vector<float> a = to_f32(*in[0]), b = to_f32(*in[1]);
+    std::vector<float> c(static_cast<size_t>(numel(d.out)), 0.0f);
+    const Shape ba(d.a.begin(), d.a.end() - 2), bb(d.b.begin(), d.b.end() - 2);
+    const int64_t mk = d.m * d.k, kn = d.k * d.n, mn = d.m * d.n;
+    Broadcast(d.batch, {&ba, &bb}).run([&](int64_t o, const int64_t* idx) {
+        matmul_acc(a.data() + idx[0] * mk, b.data() + idx[1] * kn, c.data() + o * mn, d.m, d.n, d.k, d.k, d.n, d.n);
+    });
+    return {from_f32(c, out[0].dtype, out[0].shape)};
+}
+
+std::vector<TensorType> infer_Gemm(const Node& n, const std::vector<InferInput>& in) {
+    STOF_CHECK(in[0].shape.size() == 2 && in[1].shape.size() == 2, "{}: A and B must be 2-D, got {} and {}", n.label(),
+               shape_str(in[0].shape), shape_str(in[1].shape));
+    const bool ta = n.attrs.i("transA", 0) != 0, tb = n.attrs.i("transB", 0) != 0;
+    const int64_t m = in[0].shape[ta ? 1 : 0], k = in[0].shape[ta ? 0 : 1];
+    const int64_t kb = in[1].shape[tb ? 1 : 0], nn = in[1].shape[tb ? 0 : 1];
+    STOF_CHECK(k == kb, "{}: inner dimensions differ ({} and {})", n.label(), k, kb);
+    const Shape out{m, nn};
+    if (in.size() > 2 && in[2].present)
+        STOF_CHECK(broadcast_shapes({&out, &in[2].shape}, n) == out, "{}: C of shape {} does not broadcast to {}",
+                   n.label(), shape_str(in[2].shape), shape_str(out));
+    return {{in[0].dtype, out}};
+}
+
+std::vector<Tensor> eval_Gemm(const Node& n, const Inputs& in, const Types& out) {
+    const bool ta = n.attrs.i("transA", 0) != 0, tb = n.attrs.i("transB", 0) != 0;
+    const double alpha = n.attrs.f("alpha", 1.0), beta = n.attrs.f("beta", 1.0);
+    const int64_t m = out[0].shape[0], nn = out[0].shape[1], k = in[0]->shape[ta ? 0 : 1];
+    const std::vector<float> a = to_f32(*in[0]), b = to_f32(*in[1]);
+    std::vector<float> at(static_cast<size_t>(m * k)), bt(static_cast<size_t>(k * nn));
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t p = 0; p < k; ++p) at[static_cast<size_t>(i * k + p)] = ta ? a[static_cast<size_t>(p * m + i)] : a[static_cast<size_t>(i * k + p)];
+    for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = 0; j < nn; ++j) bt[static_cast<size_t>(p * nn + j)] = tb ? b[static_cast<size_t>(j * k + p)] : b[static_cast<size_t>(p * nn + j)];
+    std::vector<float> c(static_cast<size_t>(m * nn), 0.0f);
+    matmul_acc(at.data(), bt.data(), c.data(), m, nn, k, k, nn, nn);
+    for (float& v : c) v = static_cast<float>(alpha * v);
+    if (in.size() > 2 && in[2]) {
+        Broadcast(out[0].shape, {&in[2]->shape}).run([&](int64_t o, const int64_t* idx) {
+            c[static_cast<size_t>(o)] += static_cast<float>(beta * in[2]->get_f64(idx[0]));
+        });
+    }
+    return {from_f32(c, out[0].dtype, out[0].shape)};
+}
+
+namespace {
+
+// Conv geometry for 1-D or 2-D convolution, treating 1-D as H = 1.
+struct ConvGeom {
+    int64_t batch, cin, h, w, cout, kh, kw, oh, ow, group;
+    int64_t sh, sw, dh, dw, pt, pl;
+};
+
+ConvGeom conv_geom(const Node& n, const Shape& x, const Shape& wt) {
+    const size_t sp = x.size() - 2;
+    STOF_CHECK((x.size() == 3 || x.size() == 4) && wt.size() == x.size(),
+               "{}: only 1-D and 2-D convolutions are supported (input {}, weight {})", n.label(), shape_str(x),
+               shape_str(wt));
+    ConvGeom g{};
+    g.batch = x[0];
+    g.cin = x[1];
+    g.cout = wt[0];
+    g.group = n.attrs.i("group", 1);
+    STOF_CHECK(g.group >= 1 && g.cin % g.group == 0 && g.cout % g.group == 0 && wt[1] * g.group == g.cin,
+               "{}: channels {} / weight {} do not match group {}", n.label(), g.cin, shape_str(wt), g.group);
+    const std::vector<int64_t> ks = n.attrs.ints("kernel_shape", std::vector<int64_t>(wt.begin() + 2, wt.end()));
+    STOF_CHECK(ks == std::vector<int64_t>(wt.begin() + 2, wt.end()), "{}: kernel_shape disagrees with the weight",
+               n.label());
+    const std::vector<int64_t> strides = n.attrs.ints("strides", std::vector<int64_t>(sp, 1));
+    const std::vector<int64_t> dil = n.attrs.ints("dilations", std::vector<int64_t>(sp, 1));
+    std::vector<int64_t> pads = n.attrs.ints("pads", std::vector<int64_t>(2 * sp, 0));
+    STOF_CHECK(strides.size() == sp && dil.size() == sp && pads.size() == 2 * sp, "{}: strides/dilations/pads rank mismatch",
+               n.label());
+    const std::string auto_pad = n.attrs.s("auto_pad", "NOTSET");
+    const std::vector<int64_t> in_sp(x.begin() + 2, x.end());
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+        for (size_t d = 0; d < sp; ++d) {
+            const int64_t out = (in_sp[d] + strides[d] - 1) / strides[d];
+            const int64_t total = std::max<int64_t>(0, (out - 1) * strides[d] + (ks[d] - 1) * dil[d] + 1 - in_sp[d]);
+            pads[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+            pads[d + sp] = total - pads[d];
+        }
+    } else if (auto_pad == "VALID") {
+        std::fill(pads.begin(), pads.end(), 0);
+    } else {
+        STOF_CHECK(auto_pad == "NOTSET", "{}: auto_pad '{}' is not supported", n.label(), auto_pad);
+    }
+    std::vector<int64_t> outs(sp);
+    for (size_t d = 0; d < sp; ++d) {
+        outs[d] = (in_sp[d] + pads[d] + pads[d + sp] - dil[d] * (ks[d] - 1) - 1) / strides[d] + 1;
+        STOF_CHECK(outs[d] > 0, "{}: the kernel does not fit the padded input", n.label());
+    }
+    const bool two = sp == 2;
+    g.h = two ? in_sp[0] : 1;
+    g.w = in_sp[sp - 1];
+    g.kh = two ? ks[0] : 1;
+    g.kw = ks[sp - 1];
+    g.oh = two ? outs[0] : 1;
+    g.ow = outs[sp - 1];
+    g.sh = two ? strides[0] : 1;
+    g.sw = strides[sp - 1];
+    g.dh = two ? dil[0] : 1;
+    g.dw = dil[sp - 1];
+    g.pt = two ? pads[0] : 0;
+    g.pl = pads[sp - 1];
+    return g;
+}
+
+}  // namespace
+
+std::vector<TensorType> infer_Conv(const Node& n, const std::vector<InferInput>& in) {
+    const ConvGeom g = conv_geom(n, in[0].shape, in[1].shape);
+    if (in.size() > 2 && in[2].present)
+        STOF_CHECK(in[2].shape == Shape{g.cout}, "{}: bias must be [{}], got {}", n.label(), g.cout, shape_str(in[2].shape));
+    Shape out{g.batch, g.cout};
+    if (in[0].shape.size() == 4) out.push_back(g.oh);
+    out.push_back(g.ow);
+    return {{in[0].dtype, out}};
+}
+
+std::vector<Tensor> eval_Conv(const Node& n, const Inputs& in, const Types& out) {
+    const ConvGeom g = conv_geom(n, in[0]->shape, in[1]->shape);
+    const std::vector<float> x = to_f32(*in[0]), w = to_f32(*in[1]);
+    const std::vector<float> bias = in.size() > 2 && in[2] ? to_f32(*in[2]) : std::vector<float>(static_cast<size_t>(g.cout), 0.0f);
+    std::vector<float> y(static_cast<size_t>(numel(out[0].shape)));
+    const int64_t cin_g = g.cin / g.group, cout_g = g.cout / g.group;
+    for (int64_t b = 0; b < g.batch; ++b)
+        for (int64_t oc = 0; oc < g.cout; ++oc) {
+            const int64_t grp = oc / cout_g;
+            for (int64_t oy = 0; oy < g.oh; ++oy)
+                for (int64_t ox = 0; ox < g.ow; ++ox) {
+                    float acc = bias[static_cast<size_t>(oc)];
+                    for (int64_t ic = 0; ic < cin_g; ++ic) {
+                        const int64_t c = grp * cin_g + ic;
+                        for (int64_t ky = 0; ky < g.kh; ++ky) {
+                            const int64_t iy = oy * g.sh - g.pt + ky * g.dh;
+                            if (iy < 0 || iy >= g.h) continue;
+                            for (int64_t kx = 0; kx < g.kw; ++kx) {
+                                const int64_t ix = ox * g.sw - g.pl + kx * g.dw;
+                                if (ix < 0 || ix >= g.w) continue;
+                                acc += x[static_cast<size_t>(((b * g.cin + c) * g.h + iy) * g.w + ix)] *
+                                       w[static_cast<size_t>(((oc * cin_g + ic) * g.kh + ky) * g.kw + kx)];
+                            }
+                        }
+                    }
+                    y[static_cast<size_t>(((b * g.cout + oc) * g.oh + oy) * g.ow + ox)] = acc;
+                }
+        }
+    return {from_f32(y, out[0].dtype, out[0].shape)};
+}
+
+}  // namespace stof::ir::ops

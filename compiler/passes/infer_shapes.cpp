@@ -1,0 +1,57 @@
+#include "passes/passes.hpp"
+#include "stof/error.hpp"
+
+namespace stof::passes {
+
+namespace {
+// Largest output (elements) computed at compile time; bigger results stay run-time work.
+constexpr int64_t kMaxFoldElements = int64_t{1} << 24;
+}  // namespace
+
+void infer_shapes(ir::Graph& g, const PassOptions&) {
+    for (ir::Node& n : g.nodes) {
+        const ir::OpInfo& info = ir::op_info(n.op);
+        std::vector<ir::InferInput> in(n.inputs.size());
+        bool all_known = true;
+        for (size_t k = 0; k < n.inputs.size(); ++k) {
+            if (n.inputs[k] == ir::kNoValue) continue;
+            const ir::Value& v = g.value(n.inputs[k]);
+            STOF_CHECK(v.shape_known, "{}: the shape of input '{}' is unknown", n.label(), v.name);
+            in[k] = {true, v.dtype, v.shape, v.data.get()};
+            all_known = all_known && v.data;
+        }
+        std::vector<ir::TensorType> out = info.infer(n, in);
+        STOF_CHECK(out.size() == n.outputs.size(), "{}: inferred {} outputs, node has {}", n.label(), out.size(),
+                   n.outputs.size());
+        int64_t out_elems = 0;
+        for (size_t k = 0; k < out.size(); ++k) {
+            ir::Value& v = g.value(n.outputs[k]);
+            v.dtype = out[k].dtype;
+            v.shape = out[k].shape;
+            v.shape_known = true;
+            v.data.reset();
+            out_elems += numel(out[k].shape);
+        }
+        // Shape and Size need only the input's shape.
+        const bool shape_only = n.op == ir::Op::Shape || n.op == ir::Op::Size;
+        if ((!all_known && !shape_only) || out_elems > kMaxFoldElements) continue;
+        std::vector<Tensor> shape_holders(n.inputs.size());
+        std::vector<const Tensor*> args(n.inputs.size(), nullptr);
+        for (size_t k = 0; k < n.inputs.size(); ++k) {
+            if (n.inputs[k] == ir::kNoValue) continue;
+            const ir::Value& v = g.value(n.inputs[k]);
+            if (v.data) {
+                args[k] = v.data.get();
+            } else {
+                shape_holders[k].dtype = v.dtype;
+                shape_holders[k].shape = v.shape;
+                args[k] = &shape_holders[k];
+            }
+        }
+        std::vector<Tensor> results = info.eval(n, args, out);
+        for (size_t k = 0; k < results.size(); ++k)
+            g.value(n.outputs[k]).data = std::make_shared<const Tensor>(std::move(results[k]));
+    }
+}
+
+}  // namespace stof::passes

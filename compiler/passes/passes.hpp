@@ -1,0 +1,36 @@
+// Every compiler pass, one file each. Passes run only through
+// compiler/pipeline.cpp, which orders them.
+#pragma once
+
+#include "ir/graph.hpp"
+
+#include <map>
+#include <string>
+
+namespace stof {
+
+struct PassOptions {
+    // --shape NAME=DIMS: dimensions for graph inputs (overrides the model's).
+    std::map<std::string, Shape> input_shapes;
+};
+
+namespace passes {
+
+// Applies input_shapes to the graph inputs and checks that every input
+// dimension is bound. (bind_inputs.cpp)
+void bind_inputs(ir::Graph& g, const PassOptions& opt);
+
+// Types and shapes of every value, in topological order; contents of values
+// computable at compile time (shape arithmetic, constant subgraphs).
+// (infer_shapes.cpp)
+void infer_shapes(ir::Graph& g, const PassOptions& opt);
+
+// Replaces nodes whose outputs are all known at compile time by constants.
+// (fold_constants.cpp)
+void fold_constants(ir::Graph& g, const PassOptions& opt);
+
+// Removes nodes and values that no graph output depends on. (eliminate_dead_code.cpp)
+void eliminate_dead_code(ir::Graph& g, const PassOptions& opt);
+
+}  // namespace passes
+}  // namespace stof

@@ -1,0 +1,46 @@
+#include "pipeline.hpp"
+
+#include "stof/error.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+
+namespace stof {
+
+const std::vector<PassInfo>& pipeline_passes() {
+    static const std::vector<PassInfo> passes = {
+        {"bind-inputs", passes::bind_inputs, "every later pass needs static input shapes"},
+        {"infer-shapes", passes::infer_shapes,
+         "computes types and the compile-time values that shape arithmetic (Reshape targets, Slice bounds) depends on"},
+        {"fold-constants", passes::fold_constants, "needs the values infer-shapes computed"},
+        {"eliminate-dead-code", passes::eliminate_dead_code, "folding leaves shape subgraphs and constants unused"},
+    };
+    return passes;
+}
+
+void run_pipeline(ir::Graph& g, const PipelineOptions& opt) {
+    const auto& passes = pipeline_passes();
+    if (!opt.dump_after.empty() && opt.dump_after != "all") {
+        bool found = false;
+        std::string names;
+        for (const PassInfo& p : passes) {
+            found = found || opt.dump_after == p.name;
+            names += (names.empty() ? "" : ", ") + std::string(p.name);
+        }
+        STOF_CHECK(found, "--dump-after={}: no such pass (passes: {}, or all)", opt.dump_after, names);
+    }
+    for (const PassInfo& p : passes) {
+        const auto t0 = std::chrono::steady_clock::now();
+        p.run(g, opt.pass);
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        spdlog::debug("pass {:<22} {:8.1f} ms  {} nodes", p.name, ms, g.nodes.size());
+        if (opt.dump_after == "all" || opt.dump_after == p.name) {
+            std::fprintf(stdout, "// IR after %s\n%s\n", p.name, ir::to_text(g).c_str());
+        }
+        if (opt.after_pass) opt.after_pass(p, g);
+    }
+}
+
+}  // namespace stof

@@ -1,0 +1,33 @@
+// The one ordered list of compiler passes.
+#pragma once
+
+#include "ir/graph.hpp"
+#include "passes/passes.hpp"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace stof {
+
+struct PassInfo {
+    const char* name;    // as used by --dump-after
+    void (*run)(ir::Graph&, const PassOptions&);
+    const char* reason;  // why it runs where it does
+};
+
+const std::vector<PassInfo>& pipeline_passes();
+
+struct PipelineOptions {
+    PassOptions pass;
+    // --dump-after: a pass name or "all"; the IR is printed after matching passes.
+    std::string dump_after;
+    // Called after each pass (tests check invariants and equivalence here).
+    std::function<void(const PassInfo&, const ir::Graph&)> after_pass;
+};
+
+// Runs every pass in order. Throws stof::Error on invalid --dump-after names
+// and on any pass failure.
+void run_pipeline(ir::Graph& g, const PipelineOptions& opt);
+
+}  // namespace stof

@@ -1,0 +1,42 @@
+// Host tensor: dtype, shape and a dense row-major (C order) byte buffer.
+#pragma once
+
+#include "stof/dtype.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stof {
+
+using Shape = std::vector<int64_t>;
+
+int64_t numel(const Shape& shape);       // product of dims; 1 for a scalar
+std::string shape_str(const Shape& shape);  // "[2,128,768]"
+
+struct Tensor {
+    DType dtype = DType::undefined;
+    Shape shape;
+    std::vector<uint8_t> bytes;  // numel(shape) * dtype_size(dtype) bytes
+
+    Tensor() = default;
+    Tensor(DType t, Shape s);  // zero-filled
+
+    int64_t numel() const { return stof::numel(shape); }
+    template <class T> T* data() { return reinterpret_cast<T*>(bytes.data()); }
+    template <class T> const T* data() const { return reinterpret_cast<const T*>(bytes.data()); }
+
+    // Element i converted to double / int64 (any dtype).
+    double get_f64(int64_t i) const;
+    int64_t get_i64(int64_t i) const;
+    // Store v into element i, converting to this tensor's dtype.
+    void set_f64(int64_t i, double v);
+    void set_i64(int64_t i, int64_t v);
+
+    std::string describe() const;  // "f32[2,3]"
+};
+
+// Copy of t converted to dtype `to` (floats round, float→int truncates toward zero).
+Tensor cast(const Tensor& t, DType to);
+
+}  // namespace stof

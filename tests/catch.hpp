@@ -1,0 +1,11 @@
+// One include for Catch2 v2 (Debian 12) and v3 (Ubuntu 24.04).
+#pragma once
+
+#if __has_include(<catch2/catch_all.hpp>)
+#include <catch2/catch_all.hpp>
+#else
+#include <catch2/catch.hpp>
+namespace Catch {
+using Detail::Approx;  // v3 spelling: Catch::Approx
+}
+#endif

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# tools/test.sh — set up, build, and run the whole test suite (what CI runs).
+#
+#   tools/test.sh [ctest arguments...]     e.g. tools/test.sh -R npy
+#
+# Builds into build/ (binaries in build/bin). Tests that need a GPU report
+# themselves as skipped where none is present.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+"$root/tools/setup.sh"
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$root/build" -j"$jobs"
+cd "$root/build"
+ctest --output-on-failure -j"$jobs" "$@"
