@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/setup.sh — installs everything stofc needs to build and test, idempotently.
 #
-#   tools/setup.sh            Debian/Ubuntu packages + .venv with onnx, onnxruntime, numpy
+#   tools/setup.sh            Debian/Ubuntu packages, .venv with onnx, onnxruntime, numpy,
+#                             and the third-party test models in ~/.cache/stofc/thirdparty
 #
 # Needs the CUDA toolkit (nvcc, NVRTC, cuBLAS) at $CUDA_HOME, /usr/local/cuda or on PATH.
 # Packages are installed with apt-get (as root, or through sudo). When everything is
@@ -63,3 +64,7 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
 fi
 "$venv/bin/python" -c "import onnx, onnxruntime, numpy" || die "the virtual environment at $venv is broken; delete it and re-run"
 say "python environment: $venv"
+
+# --- third-party ONNX exports used by the tests ---------------------------------
+"$root/tools/thirdparty/fetch.sh" "$HOME/.cache/stofc/thirdparty" "$venv/bin/python" | sed 's/^/setup: /' \
+  || die "could not fetch the third-party test models (tools/thirdparty/fetch.sh)"

@@ -40,6 +40,13 @@ void layernorm_check(ImportContext&, ir::Node& n) {
     n.attrs.erase("stash_type");
 }
 
+// Inference-mode BatchNormalization only (one output, running statistics).
+void batchnorm_inference(ImportContext&, ir::Node& n) {
+    STOF_CHECK(n.attrs.i("training_mode", 0) == 0 && n.outputs.size() == 1,
+               "{}: training-mode BatchNormalization is not supported", n.label());
+    n.attrs.erase("training_mode");
+}
+
 constexpr int64_t kLast = 21;
 
 constexpr OnnxOp kTable[] = {
@@ -93,6 +100,9 @@ constexpr OnnxOp kTable[] = {
     {"MatMul", 13, kLast, Op::MatMul, nullptr},
     {"Gemm", 13, kLast, Op::Gemm, nullptr},
     {"Conv", 13, kLast, Op::Conv, nullptr},
+    {"ConvTranspose", 13, kLast, Op::ConvTranspose, nullptr},
+    {"BatchNormalization", 14, kLast, Op::BatchNormalization, batchnorm_inference},
+    {"Resize", 13, kLast, Op::Resize, nullptr},
     {"Reshape", 13, kLast, Op::Reshape, nullptr},
     {"Transpose", 13, kLast, Op::Transpose, nullptr},
     {"Unsqueeze", 13, kLast, Op::Unsqueeze, nullptr},

@@ -308,3 +308,32 @@ std::vector<Tensor> eval_Where(const Node&, const Inputs& in, const Types& out) 
 }
 
 }  // namespace stof::ir::ops
+
+namespace stof::ir::ops {
+
+// BatchNormalization (inference): x [N, C, ...], scale/bias/mean/var [C].
+std::vector<TensorType> infer_BatchNormalization(const Node& n, const std::vector<InferInput>& in) {
+    STOF_CHECK(in[0].shape.size() >= 2, "{}: input must have rank >= 2", n.label());
+    for (size_t k = 1; k < 5; ++k)
+        STOF_CHECK(in[k].shape == Shape{in[0].shape[1]}, "{}: parameter {} must be [{}], got {}", n.label(), k,
+                   in[0].shape[1], shape_str(in[k].shape));
+    return {{in[0].dtype, in[0].shape}};
+}
+
+std::vector<Tensor> eval_BatchNormalization(const Node& n, const std::vector<const Tensor*>& in,
+                                            const std::vector<TensorType>& out) {
+    const Tensor& x = *in[0];
+    const double eps = n.attrs.f("epsilon", 1e-5);
+    const int64_t channels = x.shape[1];
+    int64_t inner = 1;
+    for (size_t d = 2; d < x.shape.size(); ++d) inner *= x.shape[d];
+    Tensor r(out[0].dtype, out[0].shape);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+        const int64_t c = (i / inner) % channels;
+        const double inv = 1.0 / std::sqrt(in[4]->get_f64(c) + eps);
+        r.set_f64(i, (x.get_f64(i) - in[3]->get_f64(c)) * inv * in[1]->get_f64(c) + in[2]->get_f64(c));
+    }
+    return {r};
+}
+
+}  // namespace stof::ir::ops

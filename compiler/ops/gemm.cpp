@@ -210,3 +210,102 @@ std::vector<Tensor> eval_Conv(const Node& n, const Inputs& in, const Types& out)
 }
 
 }  // namespace stof::ir::ops
+
+namespace stof::ir::ops {
+
+namespace {
+
+// ConvTranspose geometry (1-D or 2-D; 1-D as H = 1). Weight: [C_in, C_out / group, kH, kW].
+struct ConvTGeom {
+    int64_t batch, cin, h, w, cout, kh, kw, oh, ow, group, sh, sw, dh, dw, pt, pl;
+};
+
+ConvTGeom conv_transpose_geom(const Node& n, const Shape& x, const Shape& wt) {
+    const size_t sp = x.size() - 2;
+    STOF_CHECK((x.size() == 3 || x.size() == 4) && wt.size() == x.size(),
+               "{}: only 1-D and 2-D transposed convolutions are supported (input {}, weight {})", n.label(),
+               shape_str(x), shape_str(wt));
+    ConvTGeom g{};
+    g.batch = x[0];
+    g.cin = x[1];
+    g.group = n.attrs.i("group", 1);
+    STOF_CHECK(g.group >= 1 && wt[0] == g.cin && g.cin % g.group == 0, "{}: weight {} does not match {} input channels",
+               n.label(), shape_str(wt), g.cin);
+    g.cout = wt[1] * g.group;
+    const std::vector<int64_t> ks(wt.begin() + 2, wt.end());
+    STOF_CHECK(n.attrs.ints("kernel_shape", ks) == ks, "{}: kernel_shape disagrees with the weight", n.label());
+    const std::vector<int64_t> strides = n.attrs.ints("strides", std::vector<int64_t>(sp, 1));
+    const std::vector<int64_t> dil = n.attrs.ints("dilations", std::vector<int64_t>(sp, 1));
+    const std::vector<int64_t> outpad = n.attrs.ints("output_padding", std::vector<int64_t>(sp, 0));
+    std::vector<int64_t> pads = n.attrs.ints("pads", std::vector<int64_t>(2 * sp, 0));
+    STOF_CHECK(strides.size() == sp && dil.size() == sp && outpad.size() == sp && pads.size() == 2 * sp,
+               "{}: strides/dilations/pads rank mismatch", n.label());
+    STOF_CHECK(!n.attrs.has("output_shape") && n.attrs.s("auto_pad", "NOTSET") == "NOTSET",
+               "{}: output_shape and auto_pad are not supported", n.label());
+    const std::vector<int64_t> in_sp(x.begin() + 2, x.end());
+    std::vector<int64_t> outs(sp);
+    for (size_t d = 0; d < sp; ++d) {
+        outs[d] = strides[d] * (in_sp[d] - 1) + outpad[d] + ((ks[d] - 1) * dil[d] + 1) - pads[d] - pads[d + sp];
+        STOF_CHECK(outs[d] > 0, "{}: output size {} along axis {} is not positive", n.label(), outs[d], d);
+    }
+    const bool two = sp == 2;
+    g.h = two ? in_sp[0] : 1;
+    g.w = in_sp[sp - 1];
+    g.kh = two ? ks[0] : 1;
+    g.kw = ks[sp - 1];
+    g.oh = two ? outs[0] : 1;
+    g.ow = outs[sp - 1];
+    g.sh = two ? strides[0] : 1;
+    g.sw = strides[sp - 1];
+    g.dh = two ? dil[0] : 1;
+    g.dw = dil[sp - 1];
+    g.pt = two ? pads[0] : 0;
+    g.pl = pads[sp - 1];
+    return g;
+}
+
+}  // namespace
+
+std::vector<TensorType> infer_ConvTranspose(const Node& n, const std::vector<InferInput>& in) {
+    const ConvTGeom g = conv_transpose_geom(n, in[0].shape, in[1].shape);
+    if (in.size() > 2 && in[2].present)
+        STOF_CHECK(in[2].shape == Shape{g.cout}, "{}: bias must be [{}], got {}", n.label(), g.cout, shape_str(in[2].shape));
+    Shape out{g.batch, g.cout};
+    if (in[0].shape.size() == 4) out.push_back(g.oh);
+    out.push_back(g.ow);
+    return {{in[0].dtype, out}};
+}
+
+std::vector<Tensor> eval_ConvTranspose(const Node& n, const std::vector<const Tensor*>& in,
+                                       const std::vector<TensorType>& out) {
+    const ConvTGeom g = conv_transpose_geom(n, in[0]->shape, in[1]->shape);
+    const std::vector<float> x = to_f32(*in[0]), w = to_f32(*in[1]);
+    std::vector<float> y(static_cast<size_t>(numel(out[0].shape)), 0.0f);
+    const int64_t cin_g = g.cin / g.group, cout_g = g.cout / g.group;
+    for (int64_t b = 0; b < g.batch; ++b)
+        for (int64_t c = 0; c < g.cin; ++c) {
+            const int64_t grp = c / cin_g;
+            for (int64_t iy = 0; iy < g.h; ++iy)
+                for (int64_t ix = 0; ix < g.w; ++ix) {
+                    const float xv = x[static_cast<size_t>(((b * g.cin + c) * g.h + iy) * g.w + ix)];
+                    for (int64_t oc = 0; oc < cout_g; ++oc)
+                        for (int64_t ky = 0; ky < g.kh; ++ky) {
+                            const int64_t oy = iy * g.sh - g.pt + ky * g.dh;
+                            if (oy < 0 || oy >= g.oh) continue;
+                            for (int64_t kx = 0; kx < g.kw; ++kx) {
+                                const int64_t ox = ix * g.sw - g.pl + kx * g.dw;
+                                if (ox < 0 || ox >= g.ow) continue;
+                                y[static_cast<size_t>(((b * g.cout + grp * cout_g + oc) * g.oh + oy) * g.ow + ox)] +=
+                                    xv * w[static_cast<size_t>(((c * cout_g + oc) * g.kh + ky) * g.kw + kx)];
+                            }
+                        }
+                }
+        }
+    if (in.size() > 2 && in[2]) {
+        const int64_t plane = g.oh * g.ow;
+        for (size_t i = 0; i < y.size(); ++i) y[i] += static_cast<float>(in[2]->get_f64((static_cast<int64_t>(i) / plane) % g.cout));
+    }
+    return {from_f32(y, out[0].dtype, out[0].shape)};
+}
+
+}  // namespace stof::ir::ops

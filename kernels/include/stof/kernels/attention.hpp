@@ -1,0 +1,66 @@
+// Sparse multi-head attention kernels: the launch interface.
+//
+//   O[b, h, i, :] = sum_j P[i, j] V[b, h_kv, j, :],
+//   P[i, :] = softmax over kept j of (scale * Q[b, h, i, :] · K[b, h_kv, j, :] + bias[h, i, j])
+// with h_kv = h / (heads / kv_heads) (grouped-query attention), keep(i, j) =
+// mask pattern of (b, h) at (i, j) AND key j valid for batch b. A row with no
+// kept key outputs zeros. Accumulation in fp32; inputs and output fp16 or bf16.
+// See kernels/attention/README.md for the full contract.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+namespace stof::kernels {
+
+enum class ElemType : int32_t { f16 = 0, bf16 = 1 };
+
+// Device view of a stof::SparseMask (stof/sparse_mask.hpp); arrays in device memory.
+struct SparseMaskView {
+    const int32_t* row_ptr = nullptr;
+    const int32_t* col_idx = nullptr;
+    const int32_t* bitmap_idx = nullptr;
+    const uint64_t* bitmaps = nullptr;
+    int32_t rows = 0, cols = 0, tile_m = 64, tile_n = 64, mask_batch = 1, mask_heads = 1;
+};
+
+// A strided 4-D tensor [batch, heads, seq, head_dim]; strides in elements, the
+// head_dim stride is 1. [B,S,H,D] and [B,H,S,D] layouts are both expressible.
+struct AttnTensor {
+    void* data = nullptr;
+    int64_t stride_b = 0, stride_h = 0, stride_s = 0;
+};
+
+struct AttentionArgs {
+    ElemType dtype = ElemType::f16;
+    int32_t batch = 0, heads = 0, kv_heads = 0, seq_q = 0, seq_k = 0, head_dim = 0;
+    AttnTensor q, k, v, o;          // q, o: [batch, heads, seq_q, D]; k, v: [batch, kv_heads, seq_k, D]
+    float scale = 1.0f;
+    SparseMaskView mask;            // rows == seq_q, cols == seq_k
+    // Optional per-key validity (padding): [batch, ceil(seq_k / 64)] words; bit j % 64 of
+    // word j / 64 set = key j valid. nullptr: every key valid.
+    const uint64_t* key_valid = nullptr;
+    // Optional additive bias of dtype `dtype`, broadcast over batch:
+    // bias[h * bias_stride_h + i * bias_stride_s + j]. nullptr: none.
+    const void* bias = nullptr;
+    int64_t bias_stride_h = 0, bias_stride_s = 0;
+};
+
+enum class AttentionKernel : int32_t { block_wise = 0, row_wise = 1 };
+
+// "" when the kernels support these arguments, else what is wrong with them.
+std::string check_attention_args(const AttentionArgs& a, AttentionKernel kernel);
+
+// Launches one kernel on `stream`. Invalid arguments return cudaErrorInvalidValue
+// (call check_attention_args for the reason); launch failures return the CUDA error.
+cudaError_t launch_attention(const AttentionArgs& a, AttentionKernel kernel, cudaStream_t stream);
+
+// The analytical selector: row-wise when rho - tau / log2(seq / 16)^2 < 0, where
+// rho = non-empty 16x16 tiles / all 16x16 tiles (stof::mask_stats().rho).
+// tau is calibrated on the H100 (kernels/attention/README.md records how).
+AttentionKernel select_attention_kernel(double rho, int32_t seq_k);
+double attention_selector_tau();
+
+}  // namespace stof::kernels

@@ -1,0 +1,175 @@
+#include "stof/sparse_mask.hpp"
+
+#include "stof/error.hpp"
+
+#include <algorithm>
+
+namespace stof {
+
+namespace {
+
+// Index into col_idx of tile column tc in pattern p's tile row tr, or -1.
+int64_t find_tile(const SparseMask& m, int32_t p, int32_t tr, int32_t tc) {
+    const size_t base = static_cast<size_t>(p) * (m.tile_rows() + 1) + tr;
+    const auto first = m.col_idx.begin() + m.row_ptr[base], last = m.col_idx.begin() + m.row_ptr[base + 1];
+    const auto it = std::lower_bound(first, last, tc);
+    return it != last && *it == tc ? it - m.col_idx.begin() : -1;
+}
+
+}  // namespace
+
+bool SparseMask::keep(int32_t p, int32_t i, int32_t j) const {
+    if (i < 0 || i >= rows || j < 0 || j >= cols) return false;
+    const int64_t t = find_tile(*this, p, i / tile_m, j / tile_n);
+    if (t < 0) return false;
+    const int32_t b = bitmap_idx[static_cast<size_t>(t)];
+    if (b < 0) return true;
+    const int32_t r = i % tile_m, c = j % tile_n;
+    const uint64_t word = bitmaps[static_cast<size_t>(b) * words_per_tile() + (r / 8) * (tile_n / 8) + c / 8];
+    return (word >> ((r % 8) * 8 + c % 8)) & 1u;
+}
+
+void SparseMask::validate() const {
+    STOF_CHECK(rows >= 0 && cols >= 0, "sparse mask: negative size {}x{}", rows, cols);
+    STOF_CHECK(tile_m >= 8 && tile_n >= 8 && tile_m % 8 == 0 && tile_n % 8 == 0 && tile_m <= 256 && tile_n <= 256,
+               "sparse mask: tile {}x{} is not a multiple of 8 in 8..256", tile_m, tile_n);
+    STOF_CHECK(mask_batch >= 1 && mask_heads >= 1 && static_cast<int64_t>(mask_batch) * mask_heads <= (1 << 20),
+               "sparse mask: invalid pattern count {}x{}", mask_batch, mask_heads);
+    const size_t trows = static_cast<size_t>(tile_rows());
+    STOF_CHECK(row_ptr.size() == static_cast<size_t>(patterns()) * (trows + 1),
+               "sparse mask: row_ptr has {} entries, expected {}", row_ptr.size(), static_cast<size_t>(patterns()) * (trows + 1));
+    STOF_CHECK(bitmap_idx.size() == col_idx.size(), "sparse mask: bitmap_idx has {} entries, col_idx {}",
+               bitmap_idx.size(), col_idx.size());
+    STOF_CHECK(bitmaps.size() % static_cast<size_t>(words_per_tile()) == 0, "sparse mask: bitmaps size {} is not whole tiles",
+               bitmaps.size());
+    const auto npartial = static_cast<int64_t>(bitmaps.size() / static_cast<size_t>(words_per_tile()));
+    int32_t prev_end = 0;
+    for (int32_t p = 0; p < patterns(); ++p) {
+        for (size_t r = 0; r <= trows; ++r) {
+            const int32_t v = row_ptr[static_cast<size_t>(p) * (trows + 1) + r];
+            STOF_CHECK((r == 0 ? v == prev_end : v >= prev_end) && static_cast<size_t>(v) <= col_idx.size(),
+                       "sparse mask: row_ptr of pattern {} row {} is {} (out of order or past {} tiles)", p, r, v, col_idx.size());
+            if (r > 0) {
+                const int32_t start = row_ptr[static_cast<size_t>(p) * (trows + 1) + r - 1];
+                for (int32_t t = start; t < v; ++t) {
+                    const int32_t c = col_idx[static_cast<size_t>(t)];
+                    STOF_CHECK(c >= 0 && c < tile_cols(), "sparse mask: tile column {} out of range", c);
+                    STOF_CHECK(t == start || col_idx[static_cast<size_t>(t - 1)] < c,
+                               "sparse mask: tile columns of pattern {} row {} are not ascending", p, r - 1);
+                    const int32_t b = bitmap_idx[static_cast<size_t>(t)];
+                    STOF_CHECK(b >= -1 && b < npartial, "sparse mask: bitmap index {} out of range", b);
+                }
+            }
+            prev_end = v;
+        }
+    }
+    STOF_CHECK(static_cast<size_t>(prev_end) == col_idx.size(), "sparse mask: {} tiles listed, {} stored", prev_end,
+               col_idx.size());
+}
+
+SparseMaskStats mask_stats(const SparseMask& m) {
+    SparseMaskStats s;
+    const int32_t trows = m.tile_rows(), tcols = m.tile_cols();
+    const int64_t r16 = (m.rows + 15) / 16, c16 = (m.cols + 15) / 16;
+    int64_t nonempty16 = 0;
+    for (int32_t p = 0; p < m.patterns(); ++p) {
+        for (int32_t tr = 0; tr < trows; ++tr) {
+            const size_t base = static_cast<size_t>(p) * (trows + 1) + tr;
+            for (int32_t t = m.row_ptr[base]; t < m.row_ptr[base + 1]; ++t) {
+                const int32_t tc = m.col_idx[static_cast<size_t>(t)], b = m.bitmap_idx[static_cast<size_t>(t)];
+                const int32_t i0 = tr * m.tile_m, j0 = tc * m.tile_n;
+                const int32_t ih = std::min(m.tile_m, m.rows - i0), jw = std::min(m.tile_n, m.cols - j0);
+                if (b < 0) {
+                    ++s.full_tiles;
+                    s.nnz += static_cast<int64_t>(ih) * jw;
+                    nonempty16 += static_cast<int64_t>((ih + 15) / 16) * ((jw + 15) / 16);
+                    continue;
+                }
+                ++s.partial_tiles;
+                const uint64_t* words = m.bitmaps.data() + static_cast<size_t>(b) * m.words_per_tile();
+                const int32_t wc = m.tile_n / 8;
+                for (int32_t w = 0; w < m.words_per_tile(); ++w) s.nnz += __builtin_popcountll(words[w]);
+                for (int32_t a = 0; a < (ih + 15) / 16; ++a)
+                    for (int32_t c = 0; c < (jw + 15) / 16; ++c) {
+                        uint64_t any = 0;
+                        for (int32_t dr = 0; dr < 2 && 2 * a + dr < m.tile_m / 8; ++dr)
+                            for (int32_t dc = 0; dc < 2 && 2 * c + dc < wc; ++dc) any |= words[(2 * a + dr) * wc + 2 * c + dc];
+                        nonempty16 += any != 0;
+                    }
+            }
+        }
+    }
+    const int64_t all_tiles = static_cast<int64_t>(m.patterns()) * trows * tcols;
+    s.empty_tiles = all_tiles - s.full_tiles - s.partial_tiles;
+    const double cells = static_cast<double>(m.patterns()) * m.rows * m.cols;
+    s.density = cells > 0 ? static_cast<double>(s.nnz) / cells : 0.0;
+    const double all16 = static_cast<double>(m.patterns()) * r16 * c16;
+    s.rho = all16 > 0 ? static_cast<double>(nonempty16) / all16 : 0.0;
+    return s;
+}
+
+std::vector<uint8_t> to_dense(const SparseMask& m, int32_t p) {
+    std::vector<uint8_t> d(static_cast<size_t>(m.rows) * m.cols, 0);
+    const int32_t trows = m.tile_rows(), wc = m.tile_n / 8;
+    for (int32_t tr = 0; tr < trows; ++tr) {
+        const size_t base = static_cast<size_t>(p) * (trows + 1) + tr;
+        for (int32_t t = m.row_ptr[base]; t < m.row_ptr[base + 1]; ++t) {
+            const int32_t tc = m.col_idx[static_cast<size_t>(t)], b = m.bitmap_idx[static_cast<size_t>(t)];
+            for (int32_t r = 0; r < m.tile_m && tr * m.tile_m + r < m.rows; ++r)
+                for (int32_t c = 0; c < m.tile_n && tc * m.tile_n + c < m.cols; ++c) {
+                    bool k = true;
+                    if (b >= 0) {
+                        const uint64_t w = m.bitmaps[static_cast<size_t>(b) * m.words_per_tile() + (r / 8) * wc + c / 8];
+                        k = (w >> ((r % 8) * 8 + c % 8)) & 1u;
+                    }
+                    d[static_cast<size_t>(tr * m.tile_m + r) * m.cols + tc * m.tile_n + c] = k;
+                }
+        }
+    }
+    return d;
+}
+
+SparseMask from_dense(const uint8_t* keep, int32_t mask_batch, int32_t mask_heads, int32_t rows, int32_t cols,
+                      int32_t tile_m, int32_t tile_n) {
+    SparseMask m;
+    m.rows = rows;
+    m.cols = cols;
+    m.tile_m = tile_m;
+    m.tile_n = tile_n;
+    m.mask_batch = mask_batch;
+    m.mask_heads = mask_heads;
+    STOF_CHECK(rows >= 0 && cols >= 0 && tile_m % 8 == 0 && tile_n % 8 == 0 && tile_m > 0 && tile_n > 0,
+               "from_dense: invalid sizes {}x{} with tile {}x{}", rows, cols, tile_m, tile_n);
+    const int32_t trows = m.tile_rows(), tcols = m.tile_cols(), wc = tile_n / 8;
+    std::vector<uint64_t> words(static_cast<size_t>(m.words_per_tile()));
+    for (int32_t p = 0; p < m.patterns(); ++p) {
+        const uint8_t* base = keep + static_cast<size_t>(p) * rows * cols;
+        for (int32_t tr = 0; tr < trows; ++tr) {
+            m.row_ptr.push_back(static_cast<int32_t>(m.col_idx.size()));
+            for (int32_t tc = 0; tc < tcols; ++tc) {
+                std::fill(words.begin(), words.end(), 0);
+                int64_t kept = 0, in_range = 0;
+                for (int32_t r = 0; r < tile_m && tr * tile_m + r < rows; ++r)
+                    for (int32_t c = 0; c < tile_n && tc * tile_n + c < cols; ++c) {
+                        ++in_range;
+                        if (base[static_cast<size_t>(tr * tile_m + r) * cols + tc * tile_n + c]) {
+                            ++kept;
+                            words[static_cast<size_t>((r / 8) * wc + c / 8)] |= uint64_t{1} << ((r % 8) * 8 + c % 8);
+                        }
+                    }
+                if (kept == 0) continue;
+                m.col_idx.push_back(tc);
+                if (kept == in_range) {
+                    m.bitmap_idx.push_back(-1);
+                } else {
+                    m.bitmap_idx.push_back(static_cast<int32_t>(m.bitmaps.size() / words.size()));
+                    m.bitmaps.insert(m.bitmaps.end(), words.begin(), words.end());
+                }
+            }
+        }
+        m.row_ptr.push_back(static_cast<int32_t>(m.col_idx.size()));
+    }
+    return m;
+}
+
+}  // namespace stof
