@@ -7,12 +7,6 @@
 
 namespace stof::cli {
 
-std::pair<std::string, std::string> split_assignment(const std::string& arg, const char* flag) {
-    const size_t eq = arg.find('=');
-    STOF_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < arg.size(), "{} '{}': expected NAME=VALUE", flag, arg);
-    return {arg.substr(0, eq), arg.substr(eq + 1)};
-}
-
 Shape parse_dims(const std::string& text, const std::string& context) {
     Shape dims;
     size_t p = 0;
@@ -38,27 +32,8 @@ std::map<std::string, Shape> parse_shapes(const std::vector<std::string>& args) 
     return out;
 }
 
-std::string tensor_file_name(const std::string& name) {
-    std::string s = name;
-    for (char& c : s)
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
-    return s;
-}
-
-namespace {
-TensorMap load_named(const std::vector<std::string>& args, const char* flag) {
-    TensorMap out;
-    for (const std::string& a : args) {
-        auto [name, file] = split_assignment(a, flag);
-        STOF_CHECK(!out.count(name), "{} gives '{}' twice", flag, name);
-        out[name] = read_npy(file);
-    }
-    return out;
-}
-}  // namespace
-
 TensorMap load_inputs(const ir::Graph& g, const std::vector<std::string>& args, const std::string& dir) {
-    TensorMap feeds = load_named(args, "--input");
+    TensorMap feeds = read_named_npy(args, "--input");
     for (ir::ValueId id : g.inputs) {
         const std::string& name = g.value(id).name;
         if (feeds.count(name) || dir.empty()) continue;
@@ -76,7 +51,7 @@ TensorMap load_inputs(const ir::Graph& g, const std::vector<std::string>& args, 
 }
 
 TensorMap load_expected(const ir::Graph& g, const std::vector<std::string>& args, const std::string& dir) {
-    TensorMap expected = load_named(args, "--expect");
+    TensorMap expected = read_named_npy(args, "--expect");
     for (const auto& [name, t] : expected) {
         bool is_output = false;
         for (ir::ValueId o : g.outputs) is_output = is_output || g.value(o).name == name;

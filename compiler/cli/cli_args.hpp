@@ -3,6 +3,7 @@
 
 #include "interp/interpreter.hpp"
 #include "ir/graph.hpp"
+#include "stof/cli_util.hpp"
 
 #include <map>
 #include <string>
@@ -10,17 +11,11 @@
 
 namespace stof::cli {
 
-// "NAME=VALUE" → {NAME, VALUE}; `flag` names the option in errors.
-std::pair<std::string, std::string> split_assignment(const std::string& arg, const char* flag);
-
 // "2x128" or "2,128" → {2, 128}.
 Shape parse_dims(const std::string& text, const std::string& context);
 
 // --shape NAME=DIMS arguments → map.
 std::map<std::string, Shape> parse_shapes(const std::vector<std::string>& args);
-
-// A file name for a tensor name: characters outside [A-Za-z0-9._-] become '_'.
-std::string tensor_file_name(const std::string& tensor_name);
 
 // Tensors from --input NAME=FILE arguments plus, for graph inputs not named
 // there, DIR/<name>.npy from `dir` (when not empty).

@@ -5,7 +5,10 @@
 
 namespace stof::cli {
 
+void add_compile_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
+void add_inspect_command(CLI::App& app);
 void add_ir_command(CLI::App& app);
+void add_mask_command(CLI::App& app);
 
 }  // namespace stof::cli

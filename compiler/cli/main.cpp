@@ -14,8 +14,11 @@ int main(int argc, char** argv) {
     int verbosity = 0;
     app.add_flag("-v,--verbose", verbosity, "More log output (-v debug, -vv trace); or set STOF_LOG");
     app.require_subcommand(1);
+    stof::cli::add_compile_command(app);
     stof::cli::add_eval_command(app);
+    stof::cli::add_inspect_command(app);
     stof::cli::add_ir_command(app);
+    stof::cli::add_mask_command(app);
     app.parse_complete_callback([&] { stof::init_logging(verbosity); });
     try {
         app.parse(argc, argv);

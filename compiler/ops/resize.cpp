@@ -1,5 +1,6 @@
 // Resize (nearest / linear / cubic), evaluated separably axis by axis.
 #include "ops/op_functions.hpp"
+#include "ops/resize_taps.hpp"
 #include "ops/op_util.hpp"
 
 #include <cmath>
@@ -8,22 +9,13 @@ namespace stof::ir::ops {
 
 namespace {
 
-struct Tap {
-    int64_t index;
-    double weight;
-};
-
-// Output sizes and effective per-axis scales of a Resize node.
-struct ResizePlan {
-    Shape out;
-    std::vector<double> scale;
-};
-
 std::vector<double> known_floats(const std::vector<InferInput>& in, size_t i) {
     std::vector<double> v(static_cast<size_t>(numel(in[i].shape)));
     for (size_t k = 0; k < v.size(); ++k) v[k] = in[i].data->get_f64(static_cast<int64_t>(k));
     return v;
 }
+
+}  // namespace
 
 ResizePlan resize_plan(const Node& n, const std::vector<InferInput>& in) {
     const Shape& xs = in[0].shape;
@@ -65,6 +57,8 @@ ResizePlan resize_plan(const Node& n, const std::vector<InferInput>& in) {
 
 // Source coordinate of output position x, in fp32 like onnxruntime (rounding
 // ties in nearest mode depend on it).
+namespace {
+
 double original_coordinate(const std::string& mode, double x_d, double scale_d, int64_t in_len, int64_t out_len) {
     const auto x = static_cast<float>(x_d), scale = static_cast<float>(scale_d);
     const auto in_f = static_cast<float>(in_len), out_f = static_cast<float>(out_len);
@@ -85,7 +79,8 @@ std::vector<double> cubic_coeffs(double r, double a) {
             ((a * (2 - r) - 5 * a) * (2 - r) + 8 * a) * (2 - r) - 4 * a};
 }
 
-// Source taps of every output position along one axis.
+}  // namespace
+
 std::vector<std::vector<Tap>> axis_taps(const Node& n, int64_t in_len, int64_t out_len, double scale) {
     const std::string mode = n.attrs.s("mode", "nearest");
     const std::string coord = n.attrs.s("coordinate_transformation_mode", "half_pixel");
@@ -134,8 +129,6 @@ std::vector<std::vector<Tap>> axis_taps(const Node& n, int64_t in_len, int64_t o
     }
     return taps;
 }
-
-}  // namespace
 
 std::vector<TensorType> infer_Resize(const Node& n, const std::vector<InferInput>& in) {
     STOF_CHECK(is_float(in[0].dtype), "{}: needs a float input", n.label());

@@ -16,6 +16,50 @@ int64_t find_tile(const SparseMask& m, int32_t p, int32_t tr, int32_t tc) {
     return it != last && *it == tc ? it - m.col_idx.begin() : -1;
 }
 
+// True when bitmap b, used by tile (tr, tc), has no bit set outside the matrix.
+bool bits_in_range(const SparseMask& m, int32_t b, int32_t tr, int32_t tc) {
+    const int32_t ih = std::min(m.tile_m, m.rows - tr * m.tile_m), jw = std::min(m.tile_n, m.cols - tc * m.tile_n);
+    const int32_t wc = m.tile_n / 8;
+    const uint64_t* words = m.bitmaps.data() + static_cast<size_t>(b) * m.words_per_tile();
+    for (int32_t w = 0; w < m.words_per_tile(); ++w) {
+        uint64_t allowed = 0;
+        for (int32_t r = 0; r < 8; ++r)
+            for (int32_t c = 0; c < 8; ++c)
+                if ((w / wc) * 8 + r < ih && (w % wc) * 8 + c < jw) allowed |= uint64_t{1} << (r * 8 + c);
+        if ((words[w] & ~allowed) != 0) return false;
+    }
+    return true;
+}
+
+// Non-empty 16×16 cells of pattern p (the grid from (0, 0)), for tiles that
+// are not multiples of 16, where a cell can straddle outer tiles.
+int64_t nonempty_cells16(const SparseMask& m, int32_t p) {
+    const int64_t r16 = (m.rows + 15) / 16, c16 = (m.cols + 15) / 16;
+    std::vector<uint8_t> cell(static_cast<size_t>(r16 * c16), 0);
+    const int32_t trows = m.tile_rows(), wc = m.tile_n / 8;
+    for (int32_t tr = 0; tr < trows; ++tr) {
+        const size_t base = static_cast<size_t>(p) * (trows + 1) + tr;
+        for (int32_t t = m.row_ptr[base]; t < m.row_ptr[base + 1]; ++t) {
+            const int32_t tc = m.col_idx[static_cast<size_t>(t)], b = m.bitmap_idx[static_cast<size_t>(t)];
+            const int64_t i0 = static_cast<int64_t>(tr) * m.tile_m, j0 = static_cast<int64_t>(tc) * m.tile_n;
+            if (b < 0) {
+                const int64_t i1 = std::min<int64_t>(m.rows, i0 + m.tile_m), j1 = std::min<int64_t>(m.cols, j0 + m.tile_n);
+                for (int64_t a = i0 / 16; a * 16 < i1; ++a)
+                    for (int64_t c = j0 / 16; c * 16 < j1; ++c) cell[static_cast<size_t>(a * c16 + c)] = 1;
+                continue;
+            }
+            // An 8-aligned 8×8 word lies inside one 16×16 cell.
+            const uint64_t* words = m.bitmaps.data() + static_cast<size_t>(b) * m.words_per_tile();
+            for (int32_t w = 0; w < m.words_per_tile(); ++w)
+                if (words[w] != 0)
+                    cell[static_cast<size_t>((i0 + (w / wc) * 8) / 16 * c16 + (j0 + (w % wc) * 8) / 16)] = 1;
+        }
+    }
+    int64_t n = 0;
+    for (uint8_t v : cell) n += v;
+    return n;
+}
+
 }  // namespace
 
 bool SparseMask::keep(int32_t p, int32_t i, int32_t j) const {
@@ -58,6 +102,10 @@ void SparseMask::validate() const {
                                "sparse mask: tile columns of pattern {} row {} are not ascending", p, r - 1);
                     const int32_t b = bitmap_idx[static_cast<size_t>(t)];
                     STOF_CHECK(b >= -1 && b < npartial, "sparse mask: bitmap index {} out of range", b);
+                    if (b >= 0)
+                        STOF_CHECK(bits_in_range(*this, b, static_cast<int32_t>(r - 1), c),
+                                   "sparse mask: bitmap {} (pattern {}, tile {}, {}) keeps entries outside the {}x{} matrix", b,
+                                   p, r - 1, c, rows, cols);
                 }
             }
             prev_end = v;
@@ -98,6 +146,10 @@ SparseMaskStats mask_stats(const SparseMask& m) {
                     }
             }
         }
+    }
+    if (m.tile_m % 16 != 0 || m.tile_n % 16 != 0) {
+        nonempty16 = 0;
+        for (int32_t p = 0; p < m.patterns(); ++p) nonempty16 += nonempty_cells16(m, p);
     }
     const int64_t all_tiles = static_cast<int64_t>(m.patterns()) * trows * tcols;
     s.empty_tiles = all_tiles - s.full_tiles - s.partial_tiles;

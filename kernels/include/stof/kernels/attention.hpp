@@ -46,6 +46,9 @@ struct AttentionArgs {
     // bias[h * bias_stride_h + i * bias_stride_s + j]. nullptr: none.
     const void* bias = nullptr;
     int64_t bias_stride_h = 0, bias_stride_s = 0;
+    // Block-wise kernel only: query rows per CTA, 64 or 128 (128 also walks two 64-row
+    // mask tile rows at once); 0 picks by problem size. A tile_m = 128 mask needs 128.
+    int32_t block_m = 0;
 };
 
 enum class AttentionKernel : int32_t { block_wise = 0, row_wise = 1 };

@@ -1,0 +1,230 @@
+// stofc inspect PLAN [--json] : check a plan file with the runtime's reader and
+// print its meta data, tensors, masks, kernels and steps.
+#include "cli/commands.hpp"
+#include "plan/plan_reader.hpp"
+#include "stof/plan_format.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace stof::cli {
+
+namespace {
+
+const char* buffer_name(plan::BufferKind b) { return b == plan::BufferKind::weights ? "weights" : "arena"; }
+
+const char* role_name(plan::TensorRole r) {
+    switch (r) {
+        case plan::TensorRole::input: return "input";
+        case plan::TensorRole::output: return "output";
+        case plan::TensorRole::weight: return "weight";
+        default: return "intermediate";
+    }
+}
+
+const char* param_name(plan::ParamKind k) {
+    switch (k) {
+        case plan::ParamKind::pointer: return "ptr";
+        case plan::ParamKind::i32: return "i32";
+        case plan::ParamKind::i64: return "i64";
+        default: return "f32";
+    }
+}
+
+const char* attention_kernel_name(int32_t kernel) { return kernel == 1 ? "attention_row_wise" : "attention_block_wise"; }
+
+// What a step computes: its label, else a name from its kind.
+std::string step_kind(const plan::Step& s) {
+    if (!s.label.empty()) return s.label;
+    switch (s.kind) {
+        case plan::StepKind::launch: return "launch";
+        case plan::StepKind::gemm: return "gemm";
+        case plan::StepKind::attention: return "sparse_attention";
+        case plan::StepKind::key_valid: return "key_valid";
+        case plan::StepKind::copy: return "copy";
+    }
+    return "?";
+}
+
+// The kernel that runs a step.
+std::string step_kernel(const plan::Plan& p, const plan::Step& s) {
+    switch (s.kind) {
+        case plan::StepKind::launch: return p.kernels[s.launch.kernel].key;
+        case plan::StepKind::gemm: return "cublasLt";
+        case plan::StepKind::attention: return attention_kernel_name(s.attention.kernel);
+        case plan::StepKind::key_valid: return "key_valid";
+        case plan::StepKind::copy: return "memcpy";
+    }
+    return "?";
+}
+
+std::string tensor_name(const plan::Plan& p, int32_t t) { return t >= 0 ? p.tensors[t].name : "-"; }
+
+// One line describing the operands of a step.
+std::string step_detail(const plan::Plan& p, const plan::Step& s) {
+    switch (s.kind) {
+        case plan::StepKind::launch: {
+            const plan::LaunchStep& l = s.launch;
+            std::string args;
+            for (const plan::Arg& a : l.args) {
+                if (!args.empty()) args += ", ";
+                if (a.kind == plan::ParamKind::pointer) args += tensor_name(p, a.tensor) + (a.byte_offset ? fmt::format("+{}", a.byte_offset) : "");
+                else if (a.kind == plan::ParamKind::f32) args += fmt::format("{}", a.f);
+                else args += fmt::format("{}", a.i);
+            }
+            return fmt::format("grid {}x{}x{} block {}x{}x{} smem {} ({})", l.grid[0], l.grid[1], l.grid[2], l.block[0],
+                               l.block[1], l.block[2], l.shared_bytes, args);
+        }
+        case plan::StepKind::gemm: {
+            const plan::GemmStep& g = s.gemm;
+            return fmt::format("{} = {}{} x {}{} m={} n={} k={} batch={} alpha={} beta={}{} epilogue {}", tensor_name(p, g.d),
+                               tensor_name(p, g.a), g.trans_a ? "^T" : "", tensor_name(p, g.b), g.trans_b ? "^T" : "", g.m,
+                               g.n, g.k, g.batch, g.alpha, g.beta, g.c >= 0 ? " c=" + tensor_name(p, g.c) : "",
+                               plan::epilogue_name(g.epilogue));
+        }
+        case plan::StepKind::attention: {
+            const plan::AttentionStep& a = s.attention;
+            return fmt::format("{} = attention(q={}, k={}, v={}) batch={} heads={}/{} seq={}x{} head_dim={} mask {}{}{}",
+                               tensor_name(p, a.o.tensor), tensor_name(p, a.q.tensor), tensor_name(p, a.k.tensor),
+                               tensor_name(p, a.v.tensor), a.batch, a.heads, a.kv_heads, a.seq_q, a.seq_k, a.head_dim, a.mask,
+                               a.key_valid >= 0 ? " key_valid=" + tensor_name(p, a.key_valid) : "",
+                               a.bias >= 0 ? " bias=" + tensor_name(p, a.bias) : "");
+        }
+        case plan::StepKind::key_valid:
+            return fmt::format("{} = key_valid({}) batch={} seq={}", tensor_name(p, s.key_valid.words),
+                               tensor_name(p, s.key_valid.mask), s.key_valid.batch, s.key_valid.seq);
+        case plan::StepKind::copy:
+            return fmt::format("{}+{} = {}+{} ({} bytes)", tensor_name(p, s.copy.dst), s.copy.dst_offset,
+                               tensor_name(p, s.copy.src), s.copy.src_offset, s.copy.bytes);
+    }
+    return "";
+}
+
+// The attention kernel the steps using mask `m` run, or "unused".
+std::string mask_kernel(const plan::Plan& p, size_t m) {
+    for (const plan::Step& s : p.steps)
+        if (s.kind == plan::StepKind::attention && static_cast<size_t>(s.attention.mask) == m)
+            return attention_kernel_name(s.attention.kernel);
+    return "unused";
+}
+
+std::string human_bytes(uint64_t b) {
+    if (b < 1024) return fmt::format("{} B", b);
+    if (b < 1024 * 1024) return fmt::format("{:.1f} KiB", b / 1024.0);
+    if (b < (uint64_t{1} << 30)) return fmt::format("{:.1f} MiB", b / 1048576.0);
+    return fmt::format("{:.2f} GiB", b / 1073741824.0);
+}
+
+nlohmann::json to_json(const plan::Plan& p) {
+    using nlohmann::json;
+    json j;
+    j["format_version"] = plan::kFormatVersion;
+    j["meta"] = {{"model", p.meta.model},         {"stofc_version", p.meta.stofc_version},
+                 {"target_arch", p.meta.target_arch}, {"nvrtc_version", p.meta.nvrtc_version},
+                 {"precision", p.meta.precision}, {"created", p.meta.created},
+                 {"notes", p.meta.notes}};
+    j["arena_bytes"] = p.arena_bytes;
+    j["weights_bytes"] = p.weights.size();
+    json tensors = json::array();
+    for (const plan::TensorDesc& t : p.tensors) {
+        json e = {{"name", t.name},       {"dtype", dtype_name(t.dtype)},   {"shape", t.shape},
+                  {"buffer", buffer_name(t.buffer)}, {"offset", t.offset}, {"bytes", t.bytes()},
+                  {"role", role_name(t.role)}};
+        if (t.role == plan::TensorRole::input && t.int_lo <= t.int_hi) e["int_range"] = {t.int_lo, t.int_hi};
+        tensors.push_back(e);
+    }
+    j["tensors"] = tensors;
+    json inputs = json::array(), outputs = json::array();
+    for (int32_t t : p.inputs) inputs.push_back(p.tensors[t].name);
+    for (int32_t t : p.outputs) outputs.push_back(p.tensors[t].name);
+    j["inputs"] = inputs;
+    j["outputs"] = outputs;
+    json masks = json::array();
+    for (size_t i = 0; i < p.masks.size(); ++i) {
+        const SparseMask& m = p.masks[i].mask;
+        const SparseMaskStats st = mask_stats(m);
+        masks.push_back({{"spec", p.masks[i].spec},
+                         {"rows", m.rows},
+                         {"cols", m.cols},
+                         {"tile", {m.tile_m, m.tile_n}},
+                         {"patterns", {m.mask_batch, m.mask_heads}},
+                         {"density", st.density},
+                         {"rho", st.rho},
+                         {"tiles", {{"empty", st.empty_tiles}, {"full", st.full_tiles}, {"partial", st.partial_tiles}}},
+                         {"kernel", mask_kernel(p, i)},
+                         {"kernel_reason", p.masks[i].kernel_reason}});
+    }
+    j["masks"] = masks;
+    json kernels = json::array();
+    for (const plan::KernelDesc& k : p.kernels) {
+        json params = json::array();
+        for (plan::ParamKind pk : k.params) params.push_back(param_name(pk));
+        kernels.push_back({{"key", k.key},
+                           {"entry", k.entry},
+                           {"arch", k.arch},
+                           {"cubin_bytes", k.cubin.size()},
+                           {"ptx_bytes", k.ptx.size()},
+                           {"params", params}});
+    }
+    j["kernels"] = kernels;
+    json steps = json::array();
+    for (const plan::Step& s : p.steps)
+        steps.push_back({{"kind", step_kind(s)}, {"kernel", step_kernel(p, s)}, {"nodes", s.nodes}, {"detail", step_detail(p, s)}});
+    j["steps"] = steps;
+    return j;
+}
+
+void print_text(const std::string& path, const plan::Plan& p) {
+    fmt::print("plan {} (format version {})\n", path, plan::kFormatVersion);
+    fmt::print("meta\n  model          {}\n  stofc version  {}\n  target arch    {}\n  nvrtc version  {}\n"
+               "  precision      {}\n  created        {}\n  notes          {}\n",
+               p.meta.model, p.meta.stofc_version, p.meta.target_arch, p.meta.nvrtc_version, p.meta.precision,
+               p.meta.created, p.meta.notes);
+    fmt::print("tensors: {} (arena {}, weights {})\n", p.tensors.size(), human_bytes(p.arena_bytes),
+               human_bytes(p.weights.size()));
+    for (size_t i = 0; i < p.tensors.size(); ++i) {
+        const plan::TensorDesc& t = p.tensors[i];
+        fmt::print("  {:>4}  {:<12} {}{:<16} {:<7} @{:<10} {:>10}  {}\n", i, role_name(t.role), dtype_name(t.dtype),
+                   shape_str(t.shape), buffer_name(t.buffer), t.offset, human_bytes(t.bytes()), t.name);
+    }
+    fmt::print("masks: {}\n", p.masks.size());
+    for (size_t i = 0; i < p.masks.size(); ++i) {
+        const SparseMask& m = p.masks[i].mask;
+        const SparseMaskStats st = mask_stats(m);
+        fmt::print("  {:>4}  {}  {}x{} tile {}x{} patterns {}x{}  density {:.4f} rho {:.4f}  tiles empty {} full {} partial {}\n"
+                   "        kernel {} ({})\n",
+                   i, p.masks[i].spec, m.rows, m.cols, m.tile_m, m.tile_n, m.mask_batch, m.mask_heads, st.density, st.rho,
+                   st.empty_tiles, st.full_tiles, st.partial_tiles, mask_kernel(p, i), p.masks[i].kernel_reason);
+    }
+    fmt::print("kernels: {}\n", p.kernels.size());
+    for (size_t i = 0; i < p.kernels.size(); ++i) {
+        const plan::KernelDesc& k = p.kernels[i];
+        std::string params;
+        for (plan::ParamKind pk : k.params) params += (params.empty() ? "" : ",") + std::string(param_name(pk));
+        fmt::print("  {:>4}  {}  entry {}  arch {}  cubin {}  ptx {}  params ({})\n", i, k.key, k.entry,
+                   k.arch.empty() ? "-" : k.arch, human_bytes(k.cubin.size()), human_bytes(k.ptx.size()), params);
+    }
+    fmt::print("steps: {}\n", p.steps.size());
+    for (size_t i = 0; i < p.steps.size(); ++i) {
+        const plan::Step& s = p.steps[i];
+        fmt::print("  {:>4}  {:<16} {:<28} {}{}\n", i, step_kind(s), step_kernel(p, s), step_detail(p, s),
+                   s.nodes.empty() ? "" : "  [" + s.nodes + "]");
+    }
+}
+
+}  // namespace
+
+void add_inspect_command(CLI::App& app) {
+    auto path = std::make_shared<std::string>();
+    auto json = std::make_shared<bool>(false);
+    CLI::App* cmd = app.add_subcommand("inspect", "Check a plan file and print its contents");
+    cmd->add_option("plan", *path, "Plan file written by stofc compile")->required();
+    cmd->add_flag("--json", *json, "Print JSON instead of text");
+    cmd->callback([path, json] {
+        const plan::Plan p = plan::read_plan(*path);
+        if (*json) fmt::print("{}\n", to_json(p).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+        else print_text(*path, p);
+    });
+}
+
+}  // namespace stof::cli

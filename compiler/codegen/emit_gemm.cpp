@@ -1,0 +1,112 @@
+// MatMul and Gemm as cuBLASLt steps (plan::GemmStep), row-major.
+#include "codegen/emitters.hpp"
+#include "codegen/storage.hpp"
+#include "ops/op_util.hpp"
+#include "stof/error.hpp"
+
+namespace stof::codegen {
+
+namespace {
+
+// Batch stride of an operand whose batch dims are `b` against the output's `ob`:
+// the matrix size when they match, 0 when the operand is shared, else unsupported.
+int64_t batch_stride(const Shape& b, const Shape& ob, int64_t matrix, const ir::Node& n, const char* which) {
+    Shape padded(ob.size() - std::min(ob.size(), b.size()), 1);
+    padded.insert(padded.end(), b.begin(), b.end());
+    if (padded == ob) return matrix;
+    if (numel(b) == 1) return 0;
+    STOF_FAIL("{}: operand {} with batch dims {} broadcasts partially to {}; stofc cannot lower this MatMul yet",
+              n.label(), which, shape_str(b), shape_str(ob));
+}
+
+}  // namespace
+
+void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::Node*>& epilogue_nodes) {
+    const ir::Graph& g = st.g;
+    plan::GemmStep gs;
+    gs.a = st.tensor(n.inputs[0]);
+    gs.b = st.tensor(n.inputs[1]);
+    // cuBLASLt multiplies operands of one type: the plan's float storage type.
+    const DType compute = float_storage(st.plan.meta.precision);
+    if (st.plan.tensors[static_cast<size_t>(gs.a)].dtype != compute) gs.a = emit_convert(st, gs.a, compute);
+    if (st.plan.tensors[static_cast<size_t>(gs.b)].dtype != compute) gs.b = emit_convert(st, gs.b, compute);
+    const ir::ValueId result = epilogue_nodes.empty() ? n.outputs[0] : epilogue_nodes.back()->outputs[0];
+    gs.d = st.tensor(result);
+    const DType out_dtype = st.plan.tensors[static_cast<size_t>(gs.d)].dtype;
+    const Shape& as = g.value(n.inputs[0]).shape;
+    const Shape& bs = g.value(n.inputs[1]).shape;
+
+    if (n.op == ir::Op::MatMul) {
+        const Shape a2 = as.size() == 1 ? Shape{1, as[0]} : as;
+        const Shape b2 = bs.size() == 1 ? Shape{bs[0], 1} : bs;
+        const int64_t m = a2[a2.size() - 2], k = a2.back(), nn = b2.back();
+        gs.k = k;
+        gs.n = nn;
+        gs.lda = k;
+        gs.ldb = nn;
+        gs.ldd = nn;
+        const Shape ba(a2.begin(), a2.end() - 2), bb(b2.begin(), b2.end() - 2);
+        if (numel(bb) == 1) {
+            gs.m = m * numel(ba);  // B shared by every batch: one GEMM over all rows of A
+        } else {
+            const Shape ob = ir::ops::broadcast_shapes({&ba, &bb}, n);
+            gs.m = m;
+            gs.batch = numel(ob);
+            gs.batch_stride_a = batch_stride(ba, ob, m * k, n, "A");
+            gs.batch_stride_b = batch_stride(bb, ob, k * nn, n, "B");
+            gs.batch_stride_d = m * nn;
+        }
+    } else {  // Gemm: 2-D, optional transposes, alpha, beta, C
+        gs.trans_a = n.attrs.i("transA", 0) != 0;
+        gs.trans_b = n.attrs.i("transB", 0) != 0;
+        gs.m = as[gs.trans_a ? 1 : 0];
+        gs.k = as[gs.trans_a ? 0 : 1];
+        gs.n = bs[gs.trans_b ? 0 : 1];
+        gs.lda = as[1];
+        gs.ldb = bs[1];
+        gs.ldd = gs.n;
+        gs.alpha = static_cast<float>(n.attrs.f("alpha", 1.0));
+        const float beta = static_cast<float>(n.attrs.f("beta", 1.0));
+        if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue && beta != 0.0f) {
+            const ir::Value& c = g.value(n.inputs[2]);
+            if (numel(c.shape) == gs.n && (c.shape.size() == 1 || c.shape[0] == 1) && c.data) {
+                Tensor bias(DType::f32, {gs.n});
+                for (int64_t i = 0; i < gs.n; ++i) bias.set_f64(i, beta * c.data->get_f64(i));
+                gs.bias = st.add_weight(cast(bias, out_dtype), n.name + "_bias");
+                gs.epilogue = plan::Epilogue::bias;
+            } else {
+                STOF_CHECK(c.shape == Shape({gs.m, gs.n}), "{}: C of shape {} must be [{}] or [{},{}] in a plan", n.label(),
+                           shape_str(c.shape), gs.n, gs.m, gs.n);
+                gs.c = st.tensor(n.inputs[2]);
+                if (st.plan.tensors[static_cast<size_t>(gs.c)].dtype != out_dtype) gs.c = emit_convert(st, gs.c, out_dtype);
+                gs.ldc = gs.n;
+                gs.beta = beta;
+            }
+        }
+    }
+
+    std::vector<const ir::Node*> nodes{&n};
+    for (const ir::Node* e : epilogue_nodes) {
+        nodes.push_back(e);
+        if (e->op == ir::Op::Add) {
+            const ir::ValueId bias_v = e->inputs[0] == (nodes[nodes.size() - 2]->outputs[0]) ? e->inputs[1] : e->inputs[0];
+            Tensor bias(DType::f32, {gs.n});
+            const Tensor& src = *g.value(bias_v).data;
+            for (int64_t i = 0; i < gs.n; ++i) bias.set_f64(i, src.get_f64(src.numel() == 1 ? 0 : i));
+            gs.bias = st.add_weight(cast(bias, out_dtype), e->name + "_bias");
+            gs.epilogue = plan::Epilogue::bias;
+        } else if (e->op == ir::Op::Relu) {
+            gs.epilogue = gs.epilogue == plan::Epilogue::bias ? plan::Epilogue::bias_relu : plan::Epilogue::relu;
+        } else {
+            gs.epilogue = gs.epilogue == plan::Epilogue::bias ? plan::Epilogue::bias_gelu : plan::Epilogue::gelu;
+        }
+    }
+    plan::Step s;
+    s.kind = plan::StepKind::gemm;
+    s.label = "gemm";
+    s.nodes = node_names(nodes);
+    s.gemm = gs;
+    st.add_step(std::move(s));
+}
+
+}  // namespace stof::codegen

@@ -1,0 +1,112 @@
+#include "codegen/emitters.hpp"
+#include "codegen/value_emitter.hpp"
+#include "stof/error.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace stof::codegen {
+
+const char* index_type(int64_t max_index) { return max_index < (int64_t{1} << 31) ? "int" : "long long"; }
+
+void elementwise_launch(int64_t n, plan::LaunchStep& launch) {
+    constexpr int64_t kBlock = 256, kMaxBlocks = 8192;
+    launch.block[0] = kBlock;
+    launch.grid[0] = static_cast<uint32_t>(std::max<int64_t>(1, std::min(kMaxBlocks, (n + kBlock - 1) / kBlock)));
+}
+
+std::vector<const ir::Node*> injective_group(const LowerState& st, ir::ValueId root) {
+    std::set<int> members;
+    std::vector<ir::ValueId> stack{root};
+    while (!stack.empty()) {
+        const ir::ValueId v = stack.back();
+        stack.pop_back();
+        const int p = st.producer[static_cast<size_t>(v)];
+        if (p < 0 || !members.insert(p).second) continue;
+        for (ir::ValueId in : st.g.nodes[static_cast<size_t>(p)].inputs)
+            if (in != ir::kNoValue && st.inlined[static_cast<size_t>(in)]) stack.push_back(in);
+    }
+    std::vector<const ir::Node*> nodes;
+    for (int p : members) nodes.push_back(&st.g.nodes[static_cast<size_t>(p)]);
+    return nodes;  // std::set iterates in node order, which is topological
+}
+
+std::string ops_tag(const std::vector<const ir::Node*>& nodes, size_t max) {
+    std::vector<std::string> seen;
+    for (const ir::Node* n : nodes) {
+        std::string name(ir::op_name(n->op));
+        std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+        if (std::find(seen.begin(), seen.end(), name) == seen.end()) seen.push_back(name);
+    }
+    std::string tag;
+    for (size_t i = 0; i < seen.size() && i < max; ++i) tag += (tag.empty() ? "" : "_") + seen[i];
+    if (seen.size() > max) tag += "_etc";
+    return tag;
+}
+
+std::string node_names(const std::vector<const ir::Node*>& nodes) {
+    std::string s;
+    for (const ir::Node* n : nodes) s += (s.empty() ? "" : ",") + n->name;
+    return s;
+}
+
+void emit_injective(LowerState& st, ir::ValueId root) {
+    const ir::Value& v = st.g.value(root);
+    const int32_t out = st.tensor(root);
+    const plan::TensorDesc& td = st.plan.tensors[static_cast<size_t>(out)];
+    const int64_t n = numel(v.shape);
+    const std::vector<const ir::Node*> group = injective_group(st, root);
+
+    KernelBuilder kb;
+    const std::string out_p = kb.tensor(out, td.dtype, true);
+    const char* idx = index_type(n);
+    kb.line(fmt::format("typedef {} idx_t;", idx));
+    kb.line("for (idx_t i = blockIdx.x * static_cast<idx_t>(blockDim.x) + threadIdx.x; i < " + std::to_string(n) +
+            "; i += static_cast<idx_t>(gridDim.x) * blockDim.x) {");
+    std::vector<std::string> coords = delinearize("i", v.shape);
+    for (size_t d = 0; d < coords.size(); ++d) {
+        if (coords[d] == "0") continue;
+        const std::string name = fmt::format("c{}", d);
+        kb.line(fmt::format("    const idx_t {} = {};", name, coords[d]));
+        coords[d] = name;
+    }
+    ValueEmitter em(st, kb, "    ");
+    const Expr e = em.compute(root, coords);
+    kb.line(fmt::format("    stof::store({} + i, {});", out_p, e.code));
+    kb.line("}");
+
+    KernelJob job;
+    job.key = fmt::format("ew_{}_{}_n{}", dtype_name(td.dtype), ops_tag(group), n);
+    job.source = kb.source(job.key, "__launch_bounds__(256)", {"stof/common.cuh"});
+    job.params = kb.params();
+    job.launch.args = kb.args();
+    elementwise_launch(n, job.launch);
+    const bool pure_layout = std::all_of(group.begin(), group.end(), [](const ir::Node* x) {
+        return ir::op_info(x->op).category == ir::Category::layout;
+    });
+    st.add_launch(std::move(job), pure_layout ? "layout" : "elementwise", node_names(group));
+}
+
+int32_t emit_convert(LowerState& st, int32_t tensor, DType to) {
+    const plan::TensorDesc src = st.plan.tensors[static_cast<size_t>(tensor)];
+    const int32_t dst = st.add_tensor(src.name + "_" + dtype_name(to), to, src.shape, plan::TensorRole::intermediate);
+    const int64_t n = numel(src.shape);
+    KernelBuilder kb;
+    const std::string po = kb.tensor(dst, to, true), pi = kb.tensor(tensor, src.dtype, false);
+    kb.line(fmt::format("typedef {} idx_t;", index_type(n)));
+    kb.line(fmt::format("for (idx_t i = blockIdx.x * static_cast<idx_t>(blockDim.x) + threadIdx.x; i < {}; "
+                        "i += static_cast<idx_t>(gridDim.x) * blockDim.x) {{",
+                        n));
+    kb.line(fmt::format("    stof::store({} + i, stof::{}({}[i]));", po, is_float(src.dtype) || is_float(to) ? "to_float" : "to_int", pi));
+    kb.line("}");
+    KernelJob job;
+    job.key = fmt::format("convert_{}_{}_n{}", dtype_name(src.dtype), dtype_name(to), n);
+    job.source = kb.source(job.key, "__launch_bounds__(256)", {"stof/common.cuh"});
+    job.params = kb.params();
+    job.launch.args = kb.args();
+    elementwise_launch(n, job.launch);
+    st.add_launch(std::move(job), "elementwise", src.name);
+    return dst;
+}
+
+}  // namespace stof::codegen

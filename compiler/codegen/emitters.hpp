@@ -1,0 +1,40 @@
+// Lowering of each kind of segment into plan steps (one file per kind).
+#pragma once
+
+#include "codegen/lower_state.hpp"
+
+#include <vector>
+
+namespace stof::codegen {
+
+// A fused elementwise/layout kernel computing `root` (stored) from stored
+// values, inlining the producers of values marked inlined. (emit_injective.cpp)
+void emit_injective(LowerState& st, ir::ValueId root);
+
+// Softmax, LayerNormalization and Reduce* nodes as row kernels. (emit_rows.cpp)
+void emit_rows(LowerState& st, const ir::Node& n);
+
+// MatMul and Gemm through cuBLASLt, with an optional fused bias and
+// activation (`epilogue_nodes`: the Add / Relu nodes folded in, in order;
+// the last one's output is the result). (emit_gemm.cpp)
+void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::Node*>& epilogue_nodes);
+
+// Conv, ConvTranspose, Resize, CumSum and ScatterND as direct kernels. (emit_direct.cpp)
+void emit_direct(LowerState& st, const ir::Node& n);
+
+// A new arena tensor holding `tensor` converted to `to`, written by a kernel
+// appended now. (emit_injective.cpp)
+int32_t emit_convert(LowerState& st, int32_t tensor, DType to);
+
+// Nodes of the injective group rooted at `root`, in topological order.
+std::vector<const ir::Node*> injective_group(const LowerState& st, ir::ValueId root);
+// "add_mul_erf": lower-case op names of nodes, at most `max` distinct ones.
+std::string ops_tag(const std::vector<const ir::Node*>& nodes, size_t max = 4);
+std::string node_names(const std::vector<const ir::Node*>& nodes);
+
+// Block size and grid for a grid-stride loop over n elements.
+void elementwise_launch(int64_t n, plan::LaunchStep& launch);
+// "int" when every index fits in 32 bits, else "long long".
+const char* index_type(int64_t max_index);
+
+}  // namespace stof::codegen

@@ -1,0 +1,56 @@
+#include "codegen/lower_state.hpp"
+
+#include "codegen/storage.hpp"
+#include "stof/error.hpp"
+
+#include <cstring>
+
+namespace stof::codegen {
+
+LowerState::LowerState(const ir::Graph& graph, plan::Plan& p, std::string target_arch)
+    : g(graph), plan(p), arch(std::move(target_arch)), tensor_of(graph.values.size(), -1),
+      inlined(graph.values.size(), 0), uses(graph.use_counts()),
+      producer(graph.producers()) {}
+
+int32_t LowerState::add_tensor(const std::string& name, DType dtype, const Shape& shape, plan::TensorRole role) {
+    plan::TensorDesc t;
+    t.name = name;
+    t.dtype = dtype;
+    t.shape = shape;
+    t.role = role;
+    t.buffer = role == plan::TensorRole::weight ? plan::BufferKind::weights : plan::BufferKind::arena;
+    plan.tensors.push_back(std::move(t));
+    alias_of.push_back(-1);
+    return static_cast<int32_t>(plan.tensors.size() - 1);
+}
+
+int32_t LowerState::add_weight(const Tensor& t, const std::string& name) {
+    const int32_t idx = add_tensor(name, t.dtype, t.shape, plan::TensorRole::weight);
+    const uint64_t off = (plan.weights.size() + plan::kAlignment - 1) / plan::kAlignment * plan::kAlignment;
+    plan.weights.resize(off + t.bytes.size());
+    if (!t.bytes.empty()) std::memcpy(plan.weights.data() + off, t.bytes.data(), t.bytes.size());
+    plan.tensors[static_cast<size_t>(idx)].offset = off;
+    return idx;
+}
+
+int32_t LowerState::tensor(ir::ValueId v) {
+    int32_t& t = tensor_of.at(static_cast<size_t>(v));
+    const ir::Value& val = g.value(v);
+    if (t < 0 && val.data) t = add_weight(storage_tensor(*val.data, plan.meta.precision), val.name);
+    STOF_CHECK(t >= 0, "internal: value '{}' has no storage in the plan", val.name);
+    return t;
+}
+
+void LowerState::add_launch(KernelJob job, const std::string& label, const std::string& nodes) {
+    plan::Step s;
+    s.kind = plan::StepKind::launch;
+    s.label = label;
+    s.nodes = nodes;
+    s.launch = job.launch;
+    add_step(std::move(s));
+    jobs.push_back(std::move(job));
+}
+
+void LowerState::add_step(plan::Step s) { plan.steps.push_back(std::move(s)); }
+
+}  // namespace stof::codegen

@@ -1,0 +1,40 @@
+// State shared by the lowering of one graph into a plan (codegen/lower.cpp).
+#pragma once
+
+#include "codegen/kernel_source.hpp"
+#include "ir/graph.hpp"
+#include "stof/plan.hpp"
+
+#include <string>
+#include <vector>
+
+namespace stof::codegen {
+
+struct LowerState {
+    const ir::Graph& g;
+    plan::Plan& plan;
+    std::string arch;                 // "sm_90"
+    std::vector<int32_t> tensor_of;   // value id → plan tensor index, -1 when not stored
+    std::vector<char> inlined;        // value id → computed inside its consumer's kernel
+    std::vector<int32_t> alias_of;    // plan tensor → tensor whose storage it shares, -1 if none
+    std::vector<int> uses;            // value id → node inputs + graph outputs reading it
+    std::vector<int> producer;        // value id → index of its node, -1 for inputs and constants
+    std::vector<KernelJob> jobs;      // kernels of the launch steps, in step order
+
+    LowerState(const ir::Graph& graph, plan::Plan& p, std::string target_arch);
+
+    // A new plan tensor (arena by default).
+    int32_t add_tensor(const std::string& name, DType dtype, const Shape& shape, plan::TensorRole role);
+    // A constant in the weights buffer.
+    int32_t add_weight(const Tensor& t, const std::string& name);
+    // The plan tensor holding value v: its stored tensor, or for a constant a
+    // weight in the plan's storage type (added on first use). A stof::Error
+    // names v when it is neither.
+    int32_t tensor(ir::ValueId v);
+
+    // Appends a launch step running `job`; the kernel is added at compile time.
+    void add_launch(KernelJob job, const std::string& label, const std::string& nodes);
+    void add_step(plan::Step s);
+};
+
+}  // namespace stof::codegen

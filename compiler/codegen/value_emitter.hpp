@@ -1,0 +1,56 @@
+// Expressions for IR values inside a generated kernel.
+#pragma once
+
+#include "codegen/kernel_source.hpp"
+#include "codegen/lower_state.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace stof::codegen {
+
+// Computes IR values at symbolic coordinates: producers of values marked
+// inlined in the LowerState are expanded in place (elementwise and layout ops
+// as index maps); stored values load from their plan tensors; scalar
+// constants become literals; other constants load from the weights buffer.
+// Common subexpressions at the same coordinates become locals (lines added to
+// the KernelBuilder), except inside conditional branches, whose coordinates
+// may be out of range when not taken.
+class ValueEmitter {
+public:
+    ValueEmitter(LowerState& st, KernelBuilder& kb, std::string indent) : st_(st), kb_(kb), indent_(std::move(indent)) {}
+
+    // v at `coords` (one C++ index expression per dimension of v).
+    Expr at(ir::ValueId v, const std::vector<std::string>& coords);
+    // v computed by its producer at `coords` even when v is stored (the
+    // value a kernel writes).
+    Expr compute(ir::ValueId v, const std::vector<std::string>& coords);
+
+    // A loaded element: tensor param `param` of shape `shape` at coords.
+    static std::string linear_index(const Shape& shape, const std::vector<std::string>& coords);
+
+private:
+    Expr load(ir::ValueId v, const std::vector<std::string>& coords);
+    Expr node_value(const ir::Node& n, size_t out, const std::vector<std::string>& coords);
+    Expr input_at(const ir::Node& n, size_t k, const std::vector<std::string>& coords_of_out, const Shape& out_shape);
+    Expr hoist(const Expr& e);  // a local when unconditional, else the parenthesised expression
+
+    LowerState& st_;
+    KernelBuilder& kb_;
+    std::string indent_;
+    std::map<std::string, Expr> memo_;
+    int conditional_ = 0;
+};
+
+// The C++ coordinate expressions of linear index `i` over `shape` (size-1 dims are "0").
+std::vector<std::string> delinearize(const std::string& i, const Shape& shape);
+
+// Coordinates of an input of shape `in` broadcast to `out` at out-coordinates `c`.
+std::vector<std::string> broadcast_coords(const Shape& in, const Shape& out, const std::vector<std::string>& c);
+
+Expr as_float(const Expr& e);
+Expr as_int(const Expr& e);
+Expr as_bool(const Expr& e);
+
+}  // namespace stof::codegen

@@ -1,0 +1,245 @@
+#include "plan/plan_writer.hpp"
+
+#include "stof/error.hpp"
+#include "stof/plan_format.hpp"
+#include "stof/version.hpp"
+
+#include <bit>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+namespace stof::plan {
+
+static_assert(std::endian::native == std::endian::little, "the plan writer assumes a little-endian host");
+
+namespace {
+
+class Encoder {
+public:
+    std::string bytes;
+
+    template <class T> void fixed(T v) { bytes.append(reinterpret_cast<const char*>(&v), sizeof(T)); }
+    void u8(uint8_t v) { fixed(v); }
+    void u32(uint32_t v) { fixed(v); }
+    void i32(int32_t v) { fixed(v); }
+    void u64(uint64_t v) { fixed(v); }
+    void i64(int64_t v) { fixed(v); }
+    void f32(float v) { fixed(std::bit_cast<uint32_t>(v)); }
+    void count(size_t n, const char* what) {
+        STOF_CHECK(n <= std::numeric_limits<uint32_t>::max(), "plan writer: {} has {} entries, more than a plan holds", what, n);
+        u32(static_cast<uint32_t>(n));
+    }
+    void str(const std::string& s) {
+        count(s.size(), "a string");
+        bytes += s;
+    }
+    template <class T> void array(const std::vector<T>& v, const char* what) {
+        count(v.size(), what);
+        bytes.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+    }
+};
+
+std::string encode_meta(const Meta& m) {
+    Encoder e;
+    for (const std::string* s : {&m.model, &m.stofc_version, &m.target_arch, &m.nvrtc_version, &m.precision, &m.created, &m.notes})
+        e.str(*s);
+    return std::move(e.bytes);
+}
+
+std::string encode_tensors(const Plan& p) {
+    Encoder e;
+    e.u64(p.arena_bytes);
+    e.count(p.tensors.size(), "tensors");
+    for (const TensorDesc& t : p.tensors) {
+        e.str(t.name);
+        e.u8(static_cast<uint8_t>(t.dtype));
+        e.array(t.shape, "a shape");
+        e.u8(static_cast<uint8_t>(t.buffer));
+        e.u64(t.offset);
+        e.u8(static_cast<uint8_t>(t.role));
+        e.i64(t.int_lo);
+        e.i64(t.int_hi);
+    }
+    e.array(p.inputs, "inputs");
+    e.array(p.outputs, "outputs");
+    return std::move(e.bytes);
+}
+
+std::string encode_kernels(const Plan& p) {
+    Encoder index;
+    std::string blobs;
+    index.count(p.kernels.size(), "kernels");
+    for (const KernelDesc& k : p.kernels) {
+        index.str(k.key);
+        index.str(k.entry);
+        index.str(k.arch);
+        index.count(k.params.size(), "kernel params");
+        for (ParamKind pk : k.params) index.u8(static_cast<uint8_t>(pk));
+        index.u64(blobs.size());
+        index.u64(k.cubin.size());
+        blobs.append(reinterpret_cast<const char*>(k.cubin.data()), k.cubin.size());
+        index.u64(blobs.size());
+        index.u64(k.ptx.size());
+        blobs += k.ptx;
+    }
+    return index.bytes + blobs;
+}
+
+std::string encode_masks(const Plan& p) {
+    Encoder e;
+    e.count(p.masks.size(), "masks");
+    for (const MaskEntry& me : p.masks) {
+        const SparseMask& m = me.mask;
+        e.str(me.spec);
+        e.str(me.kernel_reason);
+        for (int32_t v : {m.rows, m.cols, m.tile_m, m.tile_n, m.mask_batch, m.mask_heads}) e.i32(v);
+        e.array(m.row_ptr, "row_ptr");
+        e.array(m.col_idx, "col_idx");
+        e.array(m.bitmap_idx, "bitmap_idx");
+        e.array(m.bitmaps, "bitmaps");
+    }
+    return std::move(e.bytes);
+}
+
+void encode_operand(Encoder& e, const AttentionOperand& o) {
+    e.i32(o.tensor);
+    e.u64(o.byte_offset);
+    e.i64(o.stride_b);
+    e.i64(o.stride_h);
+    e.i64(o.stride_s);
+}
+
+std::string encode_schedule(const Plan& p) {
+    Encoder e;
+    e.count(p.steps.size(), "steps");
+    for (const Step& s : p.steps) {
+        e.u8(static_cast<uint8_t>(s.kind));
+        e.str(s.label);
+        e.str(s.nodes);
+        switch (s.kind) {
+            case StepKind::launch: {
+                const LaunchStep& l = s.launch;
+                e.i32(l.kernel);
+                for (uint32_t g : l.grid) e.u32(g);
+                for (uint32_t b : l.block) e.u32(b);
+                e.u32(l.shared_bytes);
+                e.count(l.args.size(), "kernel arguments");
+                for (const Arg& a : l.args) {
+                    e.u8(static_cast<uint8_t>(a.kind));
+                    e.i32(a.tensor);
+                    e.u64(a.byte_offset);
+                    e.i64(a.i);
+                    e.f32(a.f);
+                }
+                break;
+            }
+            case StepKind::gemm: {
+                const GemmStep& g = s.gemm;
+                for (int32_t t : {g.a, g.b, g.c, g.d, g.bias}) e.i32(t);
+                for (uint64_t o : {g.a_offset, g.b_offset, g.c_offset, g.d_offset}) e.u64(o);
+                e.u8(g.trans_a);
+                e.u8(g.trans_b);
+                for (int64_t v : {g.m, g.n, g.k, g.batch, g.lda, g.ldb, g.ldc, g.ldd, g.batch_stride_a, g.batch_stride_b,
+                                  g.batch_stride_c, g.batch_stride_d})
+                    e.i64(v);
+                e.f32(g.alpha);
+                e.f32(g.beta);
+                e.u8(static_cast<uint8_t>(g.epilogue));
+                break;
+            }
+            case StepKind::attention: {
+                const AttentionStep& a = s.attention;
+                for (const AttentionOperand* o : {&a.q, &a.k, &a.v, &a.o}) encode_operand(e, *o);
+                for (int32_t v : {a.batch, a.heads, a.kv_heads, a.seq_q, a.seq_k, a.head_dim}) e.i32(v);
+                e.f32(a.scale);
+                for (int32_t v : {a.mask, a.key_valid, a.bias}) e.i32(v);
+                e.i64(a.bias_stride_h);
+                e.i64(a.bias_stride_s);
+                e.i32(a.kernel);
+                break;
+            }
+            case StepKind::key_valid: {
+                const KeyValidStep& k = s.key_valid;
+                for (int32_t v : {k.mask, k.words, k.batch, k.seq}) e.i32(v);
+                break;
+            }
+            case StepKind::copy: {
+                const CopyStep& c = s.copy;
+                e.i32(c.src);
+                e.i32(c.dst);
+                e.u64(c.src_offset);
+                e.u64(c.dst_offset);
+                e.u64(c.bytes);
+                break;
+            }
+        }
+    }
+    return std::move(e.bytes);
+}
+
+void put_u32(std::string& s, size_t at, uint32_t v) { std::memcpy(s.data() + at, &v, 4); }
+void put_u64(std::string& s, size_t at, uint64_t v) { std::memcpy(s.data() + at, &v, 8); }
+
+uint64_t align_up(uint64_t v) { return (v + kSectionAlignment - 1) / kSectionAlignment * kSectionAlignment; }
+
+}  // namespace
+
+std::string serialize_plan(const Plan& p) {
+    const std::string payloads[kSectionCount - 1] = {encode_meta(p.meta), encode_tensors(p), encode_kernels(p),
+                                                     encode_masks(p), encode_schedule(p)};
+    struct Bytes {
+        const void* data;
+        size_t size;
+    };
+    Bytes sections[kSectionCount];
+    for (size_t i = 0; i + 1 < kSectionCount; ++i) sections[i] = {payloads[i].data(), payloads[i].size()};
+    sections[kSectionCount - 1] = {p.weights.data(), p.weights.size()};
+
+    const uint64_t table_end = kHeaderBytes + kSectionCount * kSectionEntryBytes;
+    uint64_t offsets[kSectionCount];
+    uint64_t end = table_end;
+    for (size_t i = 0; i < kSectionCount; ++i) {
+        offsets[i] = align_up(end);
+        end = offsets[i] + sections[i].size;
+    }
+
+    std::string out(end, '\0');
+    std::memcpy(out.data(), kMagic, sizeof(kMagic));
+    put_u32(out, 8, kFormatVersion);
+    std::strncpy(out.data() + kVersionFieldOffset, kVersion, kVersionFieldBytes - 1);
+    put_u32(out, 44, static_cast<uint32_t>(kSectionCount));
+    put_u64(out, 48, end);
+    for (size_t i = 0; i < kSectionCount; ++i) {
+        const size_t e = kHeaderBytes + i * kSectionEntryBytes;
+        std::strncpy(out.data() + e, kSectionNames[i], kSectionNameBytes - 1);
+        put_u64(out, e + 16, offsets[i]);
+        put_u64(out, e + 24, sections[i].size);
+        put_u32(out, e + 32, checksum(sections[i].data, sections[i].size));
+        if (sections[i].size) std::memcpy(out.data() + offsets[i], sections[i].data, sections[i].size);
+    }
+    uint32_t crc = checksum(out.data(), kCrcCoveredHeaderBytes);
+    crc = checksum(out.data() + kHeaderBytes, table_end - kHeaderBytes, crc);
+    put_u32(out, 56, crc);
+    return out;
+}
+
+void write_plan(const Plan& p, const std::string& path) {
+    validate(p);
+    const std::string bytes = serialize_plan(p);
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+        STOF_CHECK(f.good(), "cannot write plan file '{}'", tmp);
+        f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        f.close();
+        STOF_CHECK(f.good(), "cannot write plan file '{}' (disk full?)", tmp);
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    STOF_CHECK(!ec, "cannot move '{}' to '{}': {}", tmp, path, ec.message());
+}
+
+}  // namespace stof::plan

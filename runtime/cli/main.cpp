@@ -1,0 +1,198 @@
+// stof-run: run a plan file on the GPU, write or compare its outputs, time it.
+#include "stof/cli_util.hpp"
+#include "stof/compare.hpp"
+#include "stof/error.hpp"
+#include "stof/log.hpp"
+#include "stof/npy.hpp"
+#include "stof/runtime.hpp"
+#include "stof/version.hpp"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+namespace {
+
+struct RunArgs {
+    std::string plan;
+    std::vector<std::string> inputs, expects;
+    std::string output_dir, expect_dir;
+    double rtol = 1e-3, atol = 1e-4;
+    int bench = 0, warmup = 10, device = 0;
+    uint64_t seed = 0;
+    bool graph = false, json = false;
+};
+
+// Random contents for an input: floats standard normal; integers in the plan's
+// [int_lo, int_hi] when lo <= hi, else [0, 100); bools 0 or 1.
+stof::Tensor random_input(const stof::TensorInfo& in, std::mt19937_64& rng) {
+    stof::Tensor t(in.dtype, in.shape);
+    std::normal_distribution<double> normal;
+    const bool ranged = in.int_lo <= in.int_hi;
+    std::uniform_int_distribution<int64_t> ints(ranged ? in.int_lo : 0, ranged ? in.int_hi : 99);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+        if (stof::is_float(in.dtype)) t.set_f64(i, normal(rng));
+        else if (in.dtype == stof::DType::boolean) t.set_i64(i, static_cast<int64_t>(rng() & 1));
+        else t.set_i64(i, ints(rng));
+    }
+    return t;
+}
+
+// A file's tensor converted to the input's dtype (float to float, integer or bool
+// to integer or bool); the shape must match.
+stof::Tensor conform(const std::string& name, const stof::Tensor& t, const stof::TensorInfo& in) {
+    STOF_CHECK(t.shape == in.shape, "--input {}: the file holds {}, the plan takes {}{}", name, t.describe(),
+               stof::dtype_name(in.dtype), stof::shape_str(in.shape));
+    if (t.dtype == in.dtype) return t;
+    STOF_CHECK(stof::is_float(t.dtype) == stof::is_float(in.dtype), "--input {}: the file holds {}, the plan takes {}", name,
+               stof::dtype_name(t.dtype), stof::dtype_name(in.dtype));
+    spdlog::debug("input '{}': converting {} to {}", name, stof::dtype_name(t.dtype), stof::dtype_name(in.dtype));
+    return stof::cast(t, in.dtype);
+}
+
+double percentile(std::vector<double> v, double q) {
+    std::sort(v.begin(), v.end());
+    const size_t idx = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+    return v[std::min(v.size() - 1, idx == 0 ? 0 : idx - 1)];
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int run(const RunArgs& a) {
+    using nlohmann::json;
+    stof::Runtime rt(a.plan, stof::RuntimeOptions{a.device});
+    spdlog::info("{} on {}: {} inputs, {} outputs, {} steps", a.plan, rt.device_name(), rt.inputs().size(),
+                 rt.outputs().size(), rt.plan().steps.size());
+    json report = {{"plan", a.plan}, {"device", rt.device_name()}, {"stofc_version", rt.plan().meta.stofc_version}};
+
+    // Inputs: files where given, random data otherwise.
+    std::map<std::string, stof::Tensor> files = stof::cli::read_named_npy(a.inputs, "--input");
+    for (const auto& [name, t] : files) {
+        bool known = false;
+        for (const stof::TensorInfo& in : rt.inputs()) known = known || in.name == name;
+        STOF_CHECK(known, "--input names '{}', which is not an input of the plan", name);
+    }
+    std::mt19937_64 rng(a.seed);
+    json inputs = json::array();
+    for (const stof::TensorInfo& in : rt.inputs()) {
+        auto it = files.find(in.name);
+        const bool random = it == files.end();
+        rt.set_input(in.name, random ? random_input(in, rng) : conform(in.name, it->second, in));
+        if (random) spdlog::info("input '{}': random {}{}", in.name, stof::dtype_name(in.dtype), stof::shape_str(in.shape));
+        inputs.push_back({{"name", in.name}, {"dtype", stof::dtype_name(in.dtype)}, {"shape", in.shape}, {"random", random}});
+    }
+    report["inputs"] = inputs;
+    report["seed"] = a.seed;
+
+    rt.run(a.graph);
+
+    // Outputs: written, compared.
+    std::map<std::string, stof::Tensor> expected = stof::cli::read_named_npy(a.expects, "--expect");
+    for (const auto& [name, t] : expected) {
+        bool known = false;
+        for (const stof::TensorInfo& out : rt.outputs()) known = known || out.name == name;
+        STOF_CHECK(known, "--expect names '{}', which is not an output of the plan", name);
+    }
+    if (!a.expect_dir.empty()) {
+        for (const stof::TensorInfo& out : rt.outputs()) {
+            const auto path = std::filesystem::path(a.expect_dir) / (stof::cli::tensor_file_name(out.name) + ".npy");
+            if (!expected.count(out.name) && std::filesystem::exists(path)) expected[out.name] = stof::read_npy(path.string());
+        }
+        STOF_CHECK(!expected.empty(), "--expect-dir '{}' holds no <output>.npy file for any output of the plan", a.expect_dir);
+    }
+    if (!a.output_dir.empty()) std::filesystem::create_directories(a.output_dir);
+    int failures = 0;
+    json outputs = json::array();
+    for (const stof::TensorInfo& out : rt.outputs()) {
+        const stof::Tensor t = rt.output(out.name);
+        json o = {{"name", out.name}, {"dtype", stof::dtype_name(out.dtype)}, {"shape", out.shape}};
+        if (!a.output_dir.empty()) {
+            const auto path = std::filesystem::path(a.output_dir) / (stof::cli::tensor_file_name(out.name) + ".npy");
+            // .npy has no bfloat16: such outputs are written as float32.
+            stof::write_npy(path.string(), t.dtype == stof::DType::bf16 ? stof::cast(t, stof::DType::f32) : t);
+            spdlog::info("wrote {} {}", path.string(), t.describe());
+            o["file"] = path.string();
+        }
+        auto it = expected.find(out.name);
+        if (it != expected.end()) {
+            const stof::Comparison c = stof::compare(t, it->second, a.rtol, a.atol);
+            std::string line = stof::describe(c, it->second, a.rtol, a.atol);
+            if (c.worst >= 0) line += fmt::format(", got {:g}", t.get_f64(c.worst));
+            if (!a.json) fmt::print("{} {}: {}\n", c.ok ? "match   " : "MISMATCH", out.name, line);
+            o["match"] = c.ok;
+            o["max_abs"] = c.max_abs;
+            o["max_rel"] = c.max_rel;
+            o["mismatches"] = c.mismatches;
+            o["comparison"] = line;
+            failures += !c.ok;
+        } else if (!a.json && a.output_dir.empty()) {
+            fmt::print("{}: {}\n", out.name, t.describe());
+        }
+        outputs.push_back(o);
+    }
+    report["outputs"] = outputs;
+    report["rtol"] = a.rtol;
+    report["atol"] = a.atol;
+
+    if (a.bench > 0) {
+        const std::vector<double> ms = rt.benchmark(a.bench, a.warmup, a.graph);
+        const double lo = *std::min_element(ms.begin(), ms.end()), med = median(ms), p99 = percentile(ms, 0.99);
+        if (!a.json)
+            fmt::print("latency over {} runs ({} warm-up, {}): min {:.4f} ms, median {:.4f} ms, p99 {:.4f} ms\n", a.bench,
+                       a.warmup, a.graph ? "CUDA graph" : "plain launches", lo, med, p99);
+        report["latency_ms"] = {{"min", lo}, {"median", med}, {"p99", p99}, {"runs", a.bench}, {"warmup", a.warmup},
+                                {"graph", a.graph}};
+    }
+    report["ok"] = failures == 0;
+    if (a.json) fmt::print("{}\n", report.dump(2, ' ', false, json::error_handler_t::replace));
+    STOF_CHECK(failures == 0, "{} of {} compared outputs do not match", failures, expected.size());
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"stof-run: run a stofc plan on the GPU"};
+    app.set_version_flag("--version", std::string("stof-run ") + stof::kVersion);
+    RunArgs a;
+    int verbosity = 0;
+    app.add_option("plan", a.plan, "Plan file written by stofc compile")->required();
+    app.add_option("--input,-i", a.inputs, "Input tensor NAME=FILE.npy (repeatable); other inputs get random data");
+    app.add_option("--output-dir,-o", a.output_dir, "Write every output to DIR/<output>.npy");
+    app.add_option("--expect", a.expects, "Expected output NAME=FILE.npy (repeatable)");
+    app.add_option("--expect-dir", a.expect_dir, "Directory with expected <output>.npy files");
+    app.add_option("--rtol", a.rtol, "Relative tolerance for comparisons")->capture_default_str();
+    app.add_option("--atol", a.atol, "Absolute tolerance for comparisons")->capture_default_str();
+    app.add_option("--bench", a.bench, "Time N runs (CUDA events) and report min / median / p99")->check(CLI::NonNegativeNumber);
+    app.add_option("--warmup", a.warmup, "Untimed runs before --bench")->capture_default_str()->check(CLI::NonNegativeNumber);
+    app.add_flag("--graph", a.graph, "Run as a CUDA graph captured once and replayed");
+    app.add_flag("--json", a.json, "Print a machine-readable summary on stdout");
+    app.add_option("--device", a.device, "CUDA device index")->capture_default_str()->check(CLI::NonNegativeNumber);
+    app.add_option("--seed", a.seed, "Seed for random inputs")->capture_default_str();
+    app.add_flag("-v,--verbose", verbosity, "More log output (-v debug, -vv trace); or set STOF_LOG");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    }
+    try {
+        stof::init_logging(verbosity);
+        return run(a);
+    } catch (const stof::Error& e) {
+        spdlog::debug("raised at {}", e.where());
+        std::fprintf(stderr, "stof-run: error: %s\n", e.what());
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "stof-run: internal error: %s\n", e.what());
+    }
+    return 1;
+}

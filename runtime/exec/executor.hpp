@@ -1,0 +1,106 @@
+// The executor: one validated plan loaded onto one device, its steps prepared
+// once, run on one stream (plain launches or a CUDA graph captured once).
+//
+// Device memory: the arena (Plan::arena_bytes, one allocation, zeroed once),
+// the weights buffer (uploaded once), the masks' arrays (one allocation) and,
+// when the plan has gemm steps, a cuBLASLt workspace of kWorkspaceBytes.
+#pragma once
+
+#include "exec/gemm.hpp"
+#include "stof/kernels/attention.hpp"
+#include "stof/plan.hpp"
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace stof::exec {
+
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+
+class Executor {
+public:
+    // Validates the plan and loads it onto `device`. Throws stof::Error.
+    Executor(plan::Plan plan, int device);
+    ~Executor();
+    Executor(const Executor&) = delete;
+    Executor& operator=(const Executor&) = delete;
+
+    const plan::Plan& plan() const { return plan_; }
+    std::string device_name() const { return device_name_; }
+    cudaStream_t stream() const { return stream_; }
+
+    // Makes this executor's device current for the calling thread.
+    void activate() const;
+
+    // Device address of tensor t.
+    void* address(int32_t t) const;
+
+    // Enqueues one run of every step on the stream (no synchronisation).
+    // graph: replay the CUDA graph, capturing it first if needed.
+    void enqueue(bool graph);
+    void synchronize() const;
+
+    // Whole-tensor copies between host memory and tensor t (synchronous).
+    void upload(int32_t t, const void* host);
+    void download(int32_t t, void* host) const;
+
+private:
+    struct Launch {
+        CUfunction fn = nullptr;
+        uint32_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+        uint32_t shared_bytes = 0;
+        std::vector<uint64_t> storage;  // one 8-byte slot per argument
+        std::vector<void*> params;      // &storage[i]
+    };
+    struct KeyValid {
+        const void* mask = nullptr;
+        int32_t elem_bytes = 0, batch = 0, seq = 0;
+        uint64_t* words = nullptr;
+    };
+    struct Copy {
+        const void* src = nullptr;
+        void* dst = nullptr;
+        size_t bytes = 0;
+    };
+    struct Prepared {
+        plan::StepKind kind = plan::StepKind::launch;
+        Launch launch;
+        std::unique_ptr<LtGemm> gemm;
+        kernels::AttentionArgs attention;
+        kernels::AttentionKernel attention_kernel = kernels::AttentionKernel::block_wise;
+        KeyValid key_valid;
+        Copy copy;
+    };
+
+    void load_modules();
+    void allocate();
+    void upload_masks();
+    void prepare_steps();
+    void enqueue_steps();
+    void enqueue_step(size_t i);
+    void capture();
+    void release() noexcept;
+
+    plan::Plan plan_;
+    int device_ = 0;
+    int cc_major_ = 0, cc_minor_ = 0;
+    std::string device_name_;
+    cudaStream_t stream_ = nullptr;
+    std::vector<CUmodule> modules_;
+    std::vector<CUfunction> functions_;  // per kernel
+    void* arena_ = nullptr;
+    void* weights_ = nullptr;
+    void* masks_ = nullptr;
+    std::vector<kernels::SparseMaskView> mask_views_;
+    cublasLtHandle_t lt_ = nullptr;
+    void* workspace_ = nullptr;
+    std::vector<Prepared> steps_;
+    cudaGraph_t graph_ = nullptr;
+    cudaGraphExec_t graph_exec_ = nullptr;
+};
+
+}  // namespace stof::exec

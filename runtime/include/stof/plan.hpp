@@ -1,0 +1,165 @@
+// The in-memory form of a plan: what `stofc compile` produces and `stof-run`
+// executes. plan_format.hpp defines how it is laid out in a file.
+//
+// Device memory: two buffers. `weights` holds every constant, uploaded once
+// from Plan::weights. `arena` holds inputs, outputs and intermediates at
+// offsets planned by liveness at compile time (Plan::arena_bytes long).
+// Offsets are multiples of kAlignment.
+#pragma once
+
+#include "stof/dtype.hpp"
+#include "stof/sparse_mask.hpp"
+#include "stof/tensor.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stof::plan {
+
+constexpr uint64_t kAlignment = 256;
+
+enum class BufferKind : uint8_t { arena = 0, weights = 1 };
+enum class TensorRole : uint8_t { intermediate = 0, input = 1, output = 2, weight = 3 };
+
+struct TensorDesc {
+    std::string name;  // the IR value's name
+    DType dtype = DType::undefined;
+    Shape shape;
+    BufferKind buffer = BufferKind::arena;
+    uint64_t offset = 0;  // bytes into the buffer
+    TensorRole role = TensorRole::intermediate;
+    // Inputs only: valid integer range [lo, hi] for generated random inputs
+    // (token ids: [0, vocab - 1]); lo > hi when unconstrained.
+    int64_t int_lo = 1, int_hi = 0;
+
+    uint64_t bytes() const { return static_cast<uint64_t>(numel(shape)) * dtype_size(dtype); }
+};
+
+// One NVRTC-compiled kernel. At least one of cubin / ptx is present; the
+// runtime loads the cubin when its arch matches the device, else the PTX.
+enum class ParamKind : uint8_t { pointer = 0, i32 = 1, i64 = 2, f32 = 3 };
+
+struct KernelDesc {
+    std::string key;    // readable and unique: "ew_f16_mul_add_gelu_b4_sm90"
+    std::string entry;  // __global__ function name in the module
+    std::string arch;   // "sm_90": the arch of `cubin`
+    std::vector<uint8_t> cubin;
+    std::string ptx;
+    std::vector<ParamKind> params;  // the kernel's parameter list, in order
+};
+
+// A kernel argument: a tensor's device address (plus a byte offset) or a scalar.
+struct Arg {
+    ParamKind kind = ParamKind::pointer;
+    int32_t tensor = -1;      // pointer: index into Plan::tensors
+    uint64_t byte_offset = 0; // pointer: added to the tensor's address
+    int64_t i = 0;            // i32 / i64
+    float f = 0;              // f32
+};
+
+struct LaunchStep {
+    int32_t kernel = -1;  // index into Plan::kernels
+    uint32_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+    uint32_t shared_bytes = 0;
+    std::vector<Arg> args;  // matches KernelDesc::params
+};
+
+// D[b] = alpha * op(A[b]) op(B[b]) + beta * C[b], then the epilogue, through
+// cuBLASLt. Matrices are row-major: op(A) is m×k, op(B) is k×n, C and D m×n.
+// ld* are row strides in elements; batch_stride_* in elements (0 broadcasts).
+enum class Epilogue : uint8_t { none = 0, bias = 1, gelu = 2, bias_gelu = 3, relu = 4, bias_relu = 5 };
+
+struct GemmStep {
+    int32_t a = -1, b = -1, c = -1, d = -1, bias = -1;  // tensor indices; c, bias optional (-1)
+    uint64_t a_offset = 0, b_offset = 0, c_offset = 0, d_offset = 0;  // byte offsets into the tensors
+    bool trans_a = false, trans_b = false;
+    int64_t m = 0, n = 0, k = 0, batch = 1;
+    int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0;
+    int64_t batch_stride_a = 0, batch_stride_b = 0, batch_stride_c = 0, batch_stride_d = 0;
+    float alpha = 1, beta = 0;
+    Epilogue epilogue = Epilogue::none;  // bias: [n] broadcast over rows
+};
+
+// Sparse multi-head attention on a prebuilt kernel (kernels/attention).
+// q, o: [batch, heads, seq_q, head_dim]; k, v: [batch, kv_heads, seq_k, head_dim],
+// each addressed as tensor + byte offset with element strides (b, h, s).
+struct AttentionOperand {
+    int32_t tensor = -1;
+    uint64_t byte_offset = 0;
+    int64_t stride_b = 0, stride_h = 0, stride_s = 0;
+};
+
+struct AttentionStep {
+    AttentionOperand q, k, v, o;
+    int32_t batch = 0, heads = 0, kv_heads = 0, seq_q = 0, seq_k = 0, head_dim = 0;
+    float scale = 1;
+    int32_t mask = -1;       // index into Plan::masks
+    int32_t key_valid = -1;  // tensor of [batch, ceil(seq_k/64)] u64 validity words, or -1
+    int32_t bias = -1;       // tensor of additive bias (dtype of q), or -1
+    int64_t bias_stride_h = 0, bias_stride_s = 0;
+    int32_t kernel = 0;      // 0 block-wise, 1 row-wise
+};
+
+// Packs a [batch, seq] padding mask (any integer or bool dtype, nonzero = valid)
+// into the u64 validity words an AttentionStep reads.
+struct KeyValidStep {
+    int32_t mask = -1, words = -1;  // tensor indices
+    int32_t batch = 0, seq = 0;
+};
+
+struct CopyStep {
+    int32_t src = -1, dst = -1;
+    uint64_t src_offset = 0, dst_offset = 0, bytes = 0;
+};
+
+enum class StepKind : uint8_t { launch = 0, gemm = 1, attention = 2, key_valid = 3, copy = 4 };
+
+struct Step {
+    StepKind kind = StepKind::launch;
+    std::string label;     // for inspect and profiles: what it computes ("fused", "gemm", ...)
+    std::string nodes;     // the IR nodes it implements, comma-separated
+    LaunchStep launch;
+    GemmStep gemm;
+    AttentionStep attention;
+    KeyValidStep key_valid;
+    CopyStep copy;
+};
+
+struct MaskEntry {
+    std::string spec;         // the mask spec or a description of its origin
+    SparseMask mask;
+    std::string kernel_reason;  // why the selector chose the kernel
+};
+
+struct Meta {
+    std::string model;          // source model file name
+    std::string stofc_version;
+    std::string target_arch;    // "sm_90"
+    std::string nvrtc_version;  // "13.0"
+    std::string precision;      // "fp32" | "fp16" | "bf16"
+    std::string created;        // ISO-8601 UTC
+    std::string notes;          // free text (compile options)
+};
+
+struct Plan {
+    Meta meta;
+    std::vector<TensorDesc> tensors;
+    uint64_t arena_bytes = 0;
+    std::vector<int32_t> inputs, outputs;  // tensor indices, in model order
+    std::vector<KernelDesc> kernels;
+    std::vector<MaskEntry> masks;
+    std::vector<Step> steps;
+    std::vector<uint8_t> weights;  // contents of the weights buffer
+};
+
+// "launch", "gemm", "attention", "key_valid", "copy" and "none", "bias", "gelu", ...
+const char* step_kind_name(StepKind k);
+const char* epilogue_name(Epilogue e);
+
+// Checks every index, offset, size and shape in `p` against the rest of the
+// plan (tensors inside their buffers, kernel args matching params, ...).
+// Throws stof::Error naming the section ("schedule step 12: ...").
+void validate(const Plan& p);
+
+}  // namespace stof::plan

@@ -1,0 +1,85 @@
+// stof::Runtime — runs a plan on one GPU.
+//
+// Opening a plan: read and validate it, load its kernels (the cubin when its
+// arch matches the device, else the PTX), allocate the arena and the weights
+// buffer (one allocation each), upload weights and masks once, and prepare
+// every step (kernel argument arrays, cuBLASLt algorithms). A run executes the
+// steps in order on one stream, either as plain launches or by replaying a
+// CUDA graph captured on the first graph run; both give identical results.
+//
+// Every failure throws stof::Error with a message (a machine without a GPU or
+// driver: "no CUDA device: ..."); nothing aborts. A Runtime is not thread-safe:
+// use one per thread, or serialise calls.
+#pragma once
+
+#include "stof/plan.hpp"
+#include "stof/tensor.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace stof {
+
+struct RuntimeOptions {
+    int device = 0;  // CUDA device index
+};
+
+// A model input or output.
+struct TensorInfo {
+    std::string name;
+    DType dtype = DType::undefined;
+    Shape shape;
+    int32_t tensor = -1;             // index into Plan::tensors
+    int64_t int_lo = 1, int_hi = 0;  // inputs: valid integer range when lo <= hi
+};
+
+// Number of CUDA devices; throws "no CUDA device: <reason>" when there is none
+// or no usable driver.
+int cuda_device_count();
+
+class Runtime {
+public:
+    // Reads the plan file at `path` (plan::read_plan) and prepares it.
+    explicit Runtime(const std::string& path, const RuntimeOptions& options = {});
+    // Prepares an in-memory plan (validated first). Plan::weights is released
+    // after the upload.
+    explicit Runtime(plan::Plan plan, const RuntimeOptions& options = {});
+    ~Runtime();
+    Runtime(Runtime&&) noexcept;
+    Runtime& operator=(Runtime&&) noexcept;
+    Runtime(const Runtime&) = delete;
+    Runtime& operator=(const Runtime&) = delete;
+
+    const plan::Plan& plan() const;
+    const std::vector<TensorInfo>& inputs() const;
+    const std::vector<TensorInfo>& outputs() const;
+    std::string device_name() const;  // "NVIDIA H100 80GB HBM3 (sm_90)"
+
+    // Copies `t` into the input `name`; its dtype and shape must match exactly.
+    void set_input(const std::string& name, const Tensor& t);
+    // Copies `bytes` bytes of host memory into input `index` (bytes must equal its size).
+    void set_input(size_t index, const void* data, size_t bytes);
+
+    // Runs the plan and waits for it. graph = true replays a CUDA graph
+    // (captured on the first such run).
+    void run(bool graph = false);
+
+    Tensor output(const std::string& name) const;
+    void get_output(size_t index, void* data, size_t bytes) const;
+
+    // Latency of `runs` runs after `warmup` runs, milliseconds per run, each
+    // measured with CUDA events around one run.
+    std::vector<double> benchmark(int runs, int warmup, bool graph);
+
+    // Any tensor of the plan by index (tests and tools: poisoning outputs,
+    // reading intermediates). write_tensor takes t of the tensor's dtype and size.
+    Tensor read_tensor(int32_t index) const;
+    void write_tensor(int32_t index, const Tensor& t);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace stof

@@ -1,0 +1,438 @@
+#include "plan/plan_reader.hpp"
+
+#include "stof/error.hpp"
+#include "stof/plan_format.hpp"
+#include "stof/version.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace stof::plan {
+
+static_assert(std::endian::native == std::endian::little, "the plan reader assumes a little-endian host");
+
+namespace {
+
+// Bounds-checked reads from one payload; failures throw stof::Error with the detail only
+// (the caller prefixes the file and section).
+class Cursor {
+public:
+    Cursor(const uint8_t* data, size_t size) : p_(data), n_(size) {}
+
+    size_t remaining() const { return n_ - pos_; }
+    size_t position() const { return pos_; }
+
+    void need(size_t bytes, const char* what) const {
+        STOF_CHECK(bytes <= remaining(), "{} at byte {} runs past the end ({} bytes left)", what, pos_, remaining());
+    }
+    template <class T> T fixed(const char* what) {
+        need(sizeof(T), what);
+        T v;
+        std::memcpy(&v, p_ + pos_, sizeof(T));
+        pos_ += sizeof(T);
+        return v;
+    }
+    uint8_t u8(const char* what) { return fixed<uint8_t>(what); }
+    uint32_t u32(const char* what) { return fixed<uint32_t>(what); }
+    int32_t i32(const char* what) { return fixed<int32_t>(what); }
+    uint64_t u64(const char* what) { return fixed<uint64_t>(what); }
+    int64_t i64(const char* what) { return fixed<int64_t>(what); }
+    float f32(const char* what) { return std::bit_cast<float>(fixed<uint32_t>(what)); }
+    bool flag(const char* what) {
+        const uint8_t v = u8(what);
+        STOF_CHECK(v <= 1, "{} is {}, not 0 or 1", what, v);
+        return v != 0;
+    }
+    // An enum stored as u8 whose valid values are 0..max.
+    template <class E> E enumeration(uint8_t max, const char* what) {
+        const uint8_t v = u8(what);
+        STOF_CHECK(v <= max, "{} has the unknown value {}", what, v);
+        return static_cast<E>(v);
+    }
+    // An element count whose elements take at least `min_bytes` each.
+    uint32_t count(size_t min_bytes, const char* what) {
+        const uint32_t c = u32(what);
+        STOF_CHECK(static_cast<uint64_t>(c) * min_bytes <= remaining(), "{} {} needs more than the {} bytes left",
+                   what, c, remaining());
+        return c;
+    }
+    std::string str(const char* what) {
+        const uint32_t len = count(1, what);
+        std::string s(reinterpret_cast<const char*>(p_ + pos_), len);
+        pos_ += len;
+        return s;
+    }
+    template <class T> std::vector<T> array(const char* what) {
+        const uint32_t c = count(sizeof(T), what);
+        std::vector<T> v(c);
+        if (c) std::memcpy(v.data(), p_ + pos_, static_cast<size_t>(c) * sizeof(T));
+        pos_ += static_cast<size_t>(c) * sizeof(T);
+        return v;
+    }
+    void finish() const { STOF_CHECK(remaining() == 0, "{} unexpected bytes after the last entry", remaining()); }
+
+private:
+    const uint8_t* p_;
+    size_t n_;
+    size_t pos_ = 0;
+};
+
+uint32_t load_u32(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+uint64_t load_u64(const uint8_t* p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+}
+
+// A NUL-padded ASCII field as a printable string ('?' for anything else).
+std::string ascii_field(const uint8_t* p, size_t n) {
+    std::string s;
+    for (size_t i = 0; i < n && p[i] != 0; ++i) s += p[i] >= 0x20 && p[i] < 0x7f ? static_cast<char>(p[i]) : '?';
+    return s;
+}
+
+struct Section {
+    std::string name;
+    uint64_t offset = 0, size = 0;
+    uint32_t crc = 0;
+};
+
+Meta decode_meta(Cursor& c) {
+    Meta m;
+    m.model = c.str("model");
+    m.stofc_version = c.str("stofc_version");
+    m.target_arch = c.str("target_arch");
+    m.nvrtc_version = c.str("nvrtc_version");
+    m.precision = c.str("precision");
+    m.created = c.str("created");
+    m.notes = c.str("notes");
+    return m;
+}
+
+void decode_tensors(Cursor& c, Plan& p) {
+    p.arena_bytes = c.u64("arena_bytes");
+    const uint32_t n = c.count(35, "tensor count");
+    p.tensors.resize(n);
+    for (uint32_t i = 0; i < n; ++i) {
+        TensorDesc& t = p.tensors[i];
+        try {
+            t.name = c.str("name");
+            t.dtype = c.enumeration<DType>(static_cast<uint8_t>(DType::boolean), "dtype");
+            t.shape = c.array<int64_t>("shape rank");
+            t.buffer = c.enumeration<BufferKind>(1, "buffer");
+            t.offset = c.u64("offset");
+            t.role = c.enumeration<TensorRole>(3, "role");
+            t.int_lo = c.i64("int_lo");
+            t.int_hi = c.i64("int_hi");
+        } catch (const Error& e) {
+            STOF_FAIL("tensor {}: {}", i, e.what());
+        }
+    }
+    p.inputs = c.array<int32_t>("input count");
+    p.outputs = c.array<int32_t>("output count");
+}
+
+void decode_kernels(Cursor& c, Plan& p, const uint8_t* section, size_t section_size) {
+    const uint32_t n = c.count(48, "kernel count");
+    p.kernels.resize(n);
+    struct Blobs {
+        uint64_t cubin_offset, cubin_size, ptx_offset, ptx_size;
+    };
+    std::vector<Blobs> blobs(n);
+    for (uint32_t i = 0; i < n; ++i) {
+        KernelDesc& k = p.kernels[i];
+        try {
+            k.key = c.str("key");
+            k.entry = c.str("entry");
+            k.arch = c.str("arch");
+            const std::vector<uint8_t> params = c.array<uint8_t>("param count");
+            for (uint8_t v : params) {
+                STOF_CHECK(v <= static_cast<uint8_t>(ParamKind::f32), "param kind has the unknown value {}", v);
+                k.params.push_back(static_cast<ParamKind>(v));
+            }
+            blobs[i] = {c.u64("cubin_offset"), c.u64("cubin_size"), c.u64("ptx_offset"), c.u64("ptx_size")};
+        } catch (const Error& e) {
+            STOF_FAIL("kernel {}: {}", i, e.what());
+        }
+    }
+    // The blob area: from the end of the index to the end of the section.
+    const uint8_t* area = section + c.position();
+    const uint64_t area_size = section_size - c.position();
+    for (uint32_t i = 0; i < n; ++i) {
+        const Blobs& b = blobs[i];
+        STOF_CHECK(b.cubin_offset <= area_size && b.cubin_size <= area_size - b.cubin_offset,
+                   "kernel {} ('{}'): cubin at {} size {} lies outside the {}-byte blob area", i, p.kernels[i].key,
+                   b.cubin_offset, b.cubin_size, area_size);
+        STOF_CHECK(b.ptx_offset <= area_size && b.ptx_size <= area_size - b.ptx_offset,
+                   "kernel {} ('{}'): PTX at {} size {} lies outside the {}-byte blob area", i, p.kernels[i].key,
+                   b.ptx_offset, b.ptx_size, area_size);
+        p.kernels[i].cubin.assign(area + b.cubin_offset, area + b.cubin_offset + b.cubin_size);
+        p.kernels[i].ptx.assign(reinterpret_cast<const char*>(area + b.ptx_offset), b.ptx_size);
+    }
+}
+
+void decode_masks(Cursor& c, Plan& p) {
+    const uint32_t n = c.count(48, "mask count");
+    p.masks.resize(n);
+    for (uint32_t i = 0; i < n; ++i) {
+        MaskEntry& e = p.masks[i];
+        try {
+            e.spec = c.str("spec");
+            e.kernel_reason = c.str("kernel_reason");
+            SparseMask& m = e.mask;
+            m.rows = c.i32("rows");
+            m.cols = c.i32("cols");
+            m.tile_m = c.i32("tile_m");
+            m.tile_n = c.i32("tile_n");
+            m.mask_batch = c.i32("mask_batch");
+            m.mask_heads = c.i32("mask_heads");
+            m.row_ptr = c.array<int32_t>("row_ptr count");
+            m.col_idx = c.array<int32_t>("col_idx count");
+            m.bitmap_idx = c.array<int32_t>("bitmap_idx count");
+            m.bitmaps = c.array<uint64_t>("bitmaps count");
+        } catch (const Error& ex) {
+            STOF_FAIL("mask {}: {}", i, ex.what());
+        }
+    }
+}
+
+AttentionOperand decode_operand(Cursor& c) {
+    AttentionOperand o;
+    o.tensor = c.i32("operand tensor");
+    o.byte_offset = c.u64("operand byte_offset");
+    o.stride_b = c.i64("stride_b");
+    o.stride_h = c.i64("stride_h");
+    o.stride_s = c.i64("stride_s");
+    return o;
+}
+
+void decode_step(Cursor& c, Step& s) {
+    s.kind = c.enumeration<StepKind>(static_cast<uint8_t>(StepKind::copy), "kind");
+    s.label = c.str("label");
+    s.nodes = c.str("nodes");
+    switch (s.kind) {
+        case StepKind::launch: {
+            LaunchStep& l = s.launch;
+            l.kernel = c.i32("kernel");
+            for (uint32_t& g : l.grid) g = c.u32("grid");
+            for (uint32_t& b : l.block) b = c.u32("block");
+            l.shared_bytes = c.u32("shared_bytes");
+            const uint32_t n = c.count(25, "argument count");
+            l.args.resize(n);
+            for (Arg& a : l.args) {
+                a.kind = c.enumeration<ParamKind>(static_cast<uint8_t>(ParamKind::f32), "argument kind");
+                a.tensor = c.i32("argument tensor");
+                a.byte_offset = c.u64("argument byte_offset");
+                a.i = c.i64("argument i");
+                a.f = c.f32("argument f");
+            }
+            break;
+        }
+        case StepKind::gemm: {
+            GemmStep& g = s.gemm;
+            g.a = c.i32("a");
+            g.b = c.i32("b");
+            g.c = c.i32("c");
+            g.d = c.i32("d");
+            g.bias = c.i32("bias");
+            g.a_offset = c.u64("a_offset");
+            g.b_offset = c.u64("b_offset");
+            g.c_offset = c.u64("c_offset");
+            g.d_offset = c.u64("d_offset");
+            g.trans_a = c.flag("trans_a");
+            g.trans_b = c.flag("trans_b");
+            g.m = c.i64("m");
+            g.n = c.i64("n");
+            g.k = c.i64("k");
+            g.batch = c.i64("batch");
+            g.lda = c.i64("lda");
+            g.ldb = c.i64("ldb");
+            g.ldc = c.i64("ldc");
+            g.ldd = c.i64("ldd");
+            g.batch_stride_a = c.i64("batch_stride_a");
+            g.batch_stride_b = c.i64("batch_stride_b");
+            g.batch_stride_c = c.i64("batch_stride_c");
+            g.batch_stride_d = c.i64("batch_stride_d");
+            g.alpha = c.f32("alpha");
+            g.beta = c.f32("beta");
+            g.epilogue = c.enumeration<Epilogue>(static_cast<uint8_t>(Epilogue::bias_relu), "epilogue");
+            break;
+        }
+        case StepKind::attention: {
+            AttentionStep& a = s.attention;
+            a.q = decode_operand(c);
+            a.k = decode_operand(c);
+            a.v = decode_operand(c);
+            a.o = decode_operand(c);
+            a.batch = c.i32("batch");
+            a.heads = c.i32("heads");
+            a.kv_heads = c.i32("kv_heads");
+            a.seq_q = c.i32("seq_q");
+            a.seq_k = c.i32("seq_k");
+            a.head_dim = c.i32("head_dim");
+            a.scale = c.f32("scale");
+            a.mask = c.i32("mask");
+            a.key_valid = c.i32("key_valid");
+            a.bias = c.i32("bias");
+            a.bias_stride_h = c.i64("bias_stride_h");
+            a.bias_stride_s = c.i64("bias_stride_s");
+            a.kernel = c.i32("kernel");
+            break;
+        }
+        case StepKind::key_valid: {
+            KeyValidStep& k = s.key_valid;
+            k.mask = c.i32("mask");
+            k.words = c.i32("words");
+            k.batch = c.i32("batch");
+            k.seq = c.i32("seq");
+            break;
+        }
+        case StepKind::copy: {
+            CopyStep& k = s.copy;
+            k.src = c.i32("src");
+            k.dst = c.i32("dst");
+            k.src_offset = c.u64("src_offset");
+            k.dst_offset = c.u64("dst_offset");
+            k.bytes = c.u64("bytes");
+            break;
+        }
+    }
+}
+
+void decode_schedule(Cursor& c, Plan& p) {
+    const uint32_t n = c.count(9, "step count");
+    p.steps.resize(n);
+    for (uint32_t i = 0; i < n; ++i) {
+        try {
+            decode_step(c, p.steps[i]);
+        } catch (const Error& e) {
+            STOF_FAIL("step {}: {}", i, e.what());
+        }
+    }
+}
+
+// Header and section table; returns the sections in kSectionNames order.
+std::vector<Section> read_table(const uint8_t* data, size_t size, const std::string& what, bool verify) {
+    STOF_CHECK(size >= sizeof(kMagic) && std::memcmp(data, kMagic, sizeof(kMagic)) == 0,
+               "{}: not a stofc plan file (it does not start with STOFPLAN)", what);
+    STOF_CHECK(size >= kVersionFieldOffset + kVersionFieldBytes, "{}: the plan header is truncated ({} bytes)", what, size);
+    const uint32_t version = load_u32(data + 8);
+    const std::string writer = ascii_field(data + kVersionFieldOffset, kVersionFieldBytes);
+    STOF_CHECK(version == kFormatVersion,
+               "{}: plan format version {} (written by stofc {}); this stofc {} reads format version {}: "
+               "recompile the model with this stofc",
+               what, version, writer.empty() ? "of unknown version" : writer, kVersion, kFormatVersion);
+    STOF_CHECK(size >= kHeaderBytes, "{}: the plan header is truncated ({} bytes)", what, size);
+    const uint32_t count = load_u32(data + 44);
+    STOF_CHECK(count >= 1 && count <= kMaxSections, "{}: the section table is damaged (section count {})", what, count);
+    const uint64_t table_end = kHeaderBytes + static_cast<uint64_t>(count) * kSectionEntryBytes;
+    STOF_CHECK(table_end <= size, "{}: the section table is truncated ({} sections need {} bytes, the file has {})", what,
+               count, table_end, size);
+    if (verify) {
+        uint32_t crc = checksum(data, kCrcCoveredHeaderBytes);
+        crc = checksum(data + kHeaderBytes, table_end - kHeaderBytes, crc);
+        STOF_CHECK(crc == load_u32(data + 56), "{}: the section table is damaged (checksum mismatch)", what);
+    }
+
+    std::vector<Section> found(kSectionCount);
+    std::vector<bool> seen(kSectionCount, false);
+    for (uint32_t i = 0; i < count; ++i) {
+        const uint8_t* e = data + kHeaderBytes + static_cast<uint64_t>(i) * kSectionEntryBytes;
+        STOF_CHECK(std::memchr(e, 0, kSectionNameBytes) != nullptr, "{}: the section table is damaged (entry {} has no name)",
+                   what, i);
+        Section s{ascii_field(e, kSectionNameBytes), load_u64(e + 16), load_u64(e + 24), load_u32(e + 32)};
+        size_t idx = kSectionCount;
+        for (size_t k = 0; k < kSectionCount; ++k)
+            if (s.name == kSectionNames[k]) idx = k;
+        STOF_CHECK(idx < kSectionCount, "{}: the section table is damaged (unknown section '{}')", what, s.name);
+        STOF_CHECK(!seen[idx], "{}: the section table is damaged (section '{}' appears twice)", what, s.name);
+        STOF_CHECK(s.offset % kSectionAlignment == 0 && s.offset >= table_end,
+                   "{}: section '{}' is damaged (offset {} is not a {}-byte aligned position after the section table)",
+                   what, s.name, s.offset, kSectionAlignment);
+        STOF_CHECK(s.offset <= size && s.size <= size - s.offset,
+                   "{}: section '{}' is truncated (it spans bytes {}..{}, the file has {})", what, s.name, s.offset,
+                   s.offset + s.size, size);
+        seen[idx] = true;
+        found[idx] = s;
+    }
+    for (size_t k = 0; k < kSectionCount; ++k)
+        STOF_CHECK(seen[k], "{}: section '{}' is missing", what, kSectionNames[k]);
+
+    std::vector<const Section*> by_offset;
+    for (const Section& s : found) by_offset.push_back(&s);
+    std::sort(by_offset.begin(), by_offset.end(), [](const Section* a, const Section* b) { return a->offset < b->offset; });
+    for (size_t k = 1; k < by_offset.size(); ++k)
+        STOF_CHECK(by_offset[k - 1]->offset + by_offset[k - 1]->size <= by_offset[k]->offset,
+                   "{}: section '{}' is damaged (it overlaps section '{}')", what, by_offset[k]->name,
+                   by_offset[k - 1]->name);
+    const uint64_t declared = load_u64(data + 48);
+    STOF_CHECK(declared == size, "{}: the file is {} bytes but its header says {} (truncated or extended)", what, size,
+               declared);
+    return found;
+}
+
+}  // namespace
+
+Plan parse_plan(const std::string& bytes, const std::string& what, bool verify_checksums) {
+    const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+    const std::vector<Section> sections = read_table(data, bytes.size(), what, verify_checksums);
+
+    Plan p;
+    for (const Section& s : sections) {
+        const uint8_t* payload = data + s.offset;
+        const size_t size = static_cast<size_t>(s.size);
+        if (verify_checksums)
+            STOF_CHECK(checksum(payload, size) == s.crc, "{}: section '{}' is damaged (checksum mismatch)", what, s.name);
+        try {
+            Cursor c(payload, size);
+            if (s.name == "meta") {
+                p.meta = decode_meta(c);
+                c.finish();
+            } else if (s.name == "tensors") {
+                decode_tensors(c, p);
+                c.finish();
+            } else if (s.name == "kernels") {
+                decode_kernels(c, p, payload, size);
+            } else if (s.name == "masks") {
+                decode_masks(c, p);
+                c.finish();
+            } else if (s.name == "schedule") {
+                decode_schedule(c, p);
+                c.finish();
+            } else {
+                p.weights.assign(payload, payload + size);
+            }
+        } catch (const Error& e) {
+            STOF_FAIL("{}: section '{}' is damaged ({})", what, s.name, e.what());
+        }
+    }
+    try {
+        validate(p);
+    } catch (const Error& e) {
+        STOF_FAIL("{}: {}", what, e.what());
+    }
+    return p;
+}
+
+Plan read_plan(const std::string& path) {
+    std::error_code ec;
+    STOF_CHECK(std::filesystem::is_regular_file(path, ec), "plan file '{}' does not exist or is not a file", path);
+    std::ifstream f(path, std::ios::binary | std::ios::ate);
+    STOF_CHECK(f.good(), "cannot open plan file '{}'", path);
+    const std::streamoff size = f.tellg();
+    STOF_CHECK(size >= 0, "cannot read plan file '{}'", path);
+    std::string bytes(static_cast<size_t>(size), '\0');
+    f.seekg(0);
+    f.read(bytes.data(), size);
+    STOF_CHECK(f.gcount() == size, "cannot read plan file '{}' ({} of {} bytes read)", path, f.gcount(), size);
+    return parse_plan(bytes, path);
+}
+
+}  // namespace stof::plan

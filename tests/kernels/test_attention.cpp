@@ -1,0 +1,211 @@
+// The sparse attention kernels against the dense CPU reference.
+#include "attention_check.hpp"
+#include "catch.hpp"
+#include "gpu_util.hpp"
+
+#include <string>
+#include <vector>
+
+using namespace stof::test;
+using stof::kernels::AttentionKernel;
+using stof::kernels::ElemType;
+
+namespace {
+
+struct KernelChoice {
+    const char* name;
+    AttentionKernel kernel;
+    int block_m;
+};
+const KernelChoice kChoices[] = {{"block64", AttentionKernel::block_wise, 64},
+                                 {"block128", AttentionKernel::block_wise, 128},
+                                 {"row", AttentionKernel::row_wise, 0}};
+
+void check(const AttentionCase& c, const std::string& what, std::mt19937_64& rng) {
+    const AttentionResult r = run_attention_case(c, rng);
+    INFO(what << ": rel " << r.rel_error << ", max abs " << r.max_abs_error << ", unwritten " << r.unwritten
+              << ", gap touched " << r.gap_touched << ", nonzero empty rows " << r.nonzero_empty_rows);
+    CHECK(r.unwritten == 0);
+    CHECK(r.gap_touched == 0);
+    CHECK(r.nonzero_empty_rows == 0);
+    CHECK(r.rel_error <= rel_tolerance(c.dtype));
+    CHECK(r.max_abs_error <= abs_tolerance(c.dtype));
+}
+
+// Runs c with every kernel choice (the mask's tile_m permitting).
+void check_all_kernels(AttentionCase c, const std::string& what, std::mt19937_64& rng) {
+    for (const auto& k : kChoices) {
+        if (c.tile_m == 128 && k.block_m == 64) continue;
+        c.kernel = k.kernel;
+        c.block_m = k.block_m;
+        check(c, what + " [" + k.name + "]", rng);
+    }
+}
+
+// A mask that mixes band, global and random elements at any size.
+std::vector<uint8_t> mixed_mask(int rows, int cols, std::mt19937_64& rng) {
+    std::vector<uint8_t> a = mask_family("sliding", rows, cols, rng), b = mask_family("global", rows, cols, rng),
+                         r = mask_family("random_elem", rows, cols, rng);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = a[i] | b[i] | (r[i] & (i % 3 == 0));
+    return a;
+}
+
+}  // namespace
+
+TEST_CASE("attention: every mask family and length, both kernels", "[gpu][kernels][attention]") {
+    STOF_REQUIRE_GPU();
+    auto rng = kernel_test_rng();
+    for (const int S : {1, 63, 64, 65, 1000})
+        for (const auto& fam : mask_families()) {
+            AttentionCase c;
+            c.seq_q = c.seq_k = S;
+            c.keep = mask_family(fam, S, S, rng);
+            check_all_kernels(c, fam + " S=" + std::to_string(S), rng);
+        }
+}
+
+TEST_CASE("attention: dtypes, head dims, layouts, GQA", "[gpu][kernels][attention]") {
+    STOF_REQUIRE_GPU();
+    auto rng = kernel_test_rng();
+    for (const ElemType dt : {ElemType::f16, ElemType::bf16})
+        for (const int D : {64, 128})
+            for (const Layout layout : {Layout::bhsd, Layout::bshd}) {
+                AttentionCase c;
+                c.dtype = dt;
+                c.head_dim = D;
+                c.layout = layout;
+                c.out_gap = 8;
+                c.heads = 4;
+                c.kv_heads = layout == Layout::bhsd ? 2 : 1;
+                c.seq_q = c.seq_k = 333;
+                c.keep = mixed_mask(333, 333, rng);
+                check_all_kernels(c, std::string(dt == ElemType::f16 ? "f16" : "bf16") + " D=" + std::to_string(D) +
+                                         (layout == Layout::bhsd ? " bhsd gqa2" : " bshd gqa4"),
+                                  rng);
+            }
+}
+
+TEST_CASE("attention: padding, bias, per-head and per-batch masks, tile_m 128, seq_q != seq_k",
+          "[gpu][kernels][attention]") {
+    STOF_REQUIRE_GPU();
+    auto rng = kernel_test_rng();
+    {
+        AttentionCase c;  // key_valid: full, short, single key; random holes
+        c.batch = 3;
+        c.seq_q = c.seq_k = 300;
+        c.keep = mixed_mask(300, 300, rng);
+        c.valid_len = {300, 150, 1};
+        c.invalid_fraction = 0.1;
+        check_all_kernels(c, "key_valid", rng);
+        c.keep = mask_family("dense", 300, 300, rng);  // full tiles with invalid keys
+        c.invalid_fraction = 0;
+        c.valid_len = {300, 64, 65};
+        check_all_kernels(c, "key_valid dense", rng);
+    }
+    {
+        AttentionCase c;  // additive bias; one row with -inf bias everywhere outputs zeros
+        c.seq_q = c.seq_k = 200;
+        c.keep = mixed_mask(200, 200, rng);
+        c.bias = true;
+        c.bias_inf_row = 77;
+        check_all_kernels(c, "bias f16", rng);
+        c.dtype = ElemType::bf16;
+        c.keep = mask_family("dense", 200, 200, rng);
+        check_all_kernels(c, "bias bf16 dense", rng);
+    }
+    {
+        AttentionCase c;  // a different mask per (batch, head)
+        c.batch = 2;
+        c.heads = 3;
+        c.kv_heads = 3;
+        c.seq_q = c.seq_k = 150;
+        c.mask_batch = 2;
+        c.mask_heads = 3;
+        for (int p = 0; p < 6; ++p) {
+            const auto m = mask_family(mask_families()[p % mask_families().size()], 150, 150, rng);
+            c.keep.insert(c.keep.end(), m.begin(), m.end());
+        }
+        check_all_kernels(c, "per (batch, head) masks", rng);
+        c.mask_batch = 1;
+        c.keep.resize(static_cast<size_t>(3) * 150 * 150);
+        check_all_kernels(c, "per head masks", rng);
+    }
+    for (const int S : {100, 1000}) {
+        AttentionCase c;  // 128-row mask tiles
+        c.seq_q = c.seq_k = S;
+        c.tile_m = 128;
+        c.keep = mixed_mask(S, S, rng);
+        check_all_kernels(c, "tile_m 128 S=" + std::to_string(S), rng);
+    }
+    {
+        AttentionCase c;  // rectangular
+        c.seq_q = 77;
+        c.seq_k = 300;
+        c.keep = mask_family("random8", 77, 300, rng);
+        check_all_kernels(c, "seq_q 77 seq_k 300", rng);
+        c.seq_q = 300;
+        c.seq_k = 77;
+        c.keep = mask_family("random_elem", 300, 77, rng);
+        check_all_kernels(c, "seq_q 300 seq_k 77", rng);
+    }
+}
+
+TEST_CASE("attention: S = 4096", "[gpu][kernels][attention]") {
+    STOF_REQUIRE_GPU();
+    auto rng = kernel_test_rng();
+    const int S = 4096;
+    {
+        AttentionCase c;
+        c.batch = 1;
+        c.heads = 2;
+        c.kv_heads = 2;
+        c.seq_q = c.seq_k = S;
+        c.check_rows = 96;
+        c.keep = mask_family("causal", S, S, rng);
+        c.kernel = AttentionKernel::block_wise;
+        check(c, "causal 4096 block auto", rng);
+        c.block_m = 64;
+        check(c, "causal 4096 block64", rng);
+        c.keep = mask_family("bigbird", S, S, rng);
+        c.kernel = AttentionKernel::row_wise;
+        check(c, "bigbird 4096 row", rng);
+        c.kernel = AttentionKernel::block_wise;
+        c.block_m = 128;
+        c.valid_len = {4000};
+        c.invalid_fraction = 0.05;
+        check(c, "bigbird 4096 block128 key_valid", rng);
+    }
+    {
+        AttentionCase c;
+        c.batch = 1;
+        c.heads = 2;
+        c.kv_heads = 1;
+        c.head_dim = 128;
+        c.dtype = ElemType::bf16;
+        c.layout = Layout::bshd;
+        c.seq_q = c.seq_k = S;
+        c.check_rows = 96;
+        c.keep = mask_family("sliding", S, S, rng);
+        c.kernel = AttentionKernel::block_wise;
+        check(c, "sliding 4096 bf16 D128 block auto", rng);
+    }
+}
+
+TEST_CASE("attention: small cases for compute-sanitizer", "[gpu][kernels][attention][sanitize]") {
+    STOF_REQUIRE_GPU();
+    auto rng = kernel_test_rng();
+    for (const int S : {1, 65, 130})
+        for (const char* fam : {"causal", "random_elem", "empty_rows"}) {
+            AttentionCase c;
+            c.seq_q = c.seq_k = S;
+            c.keep = mask_family(fam, S, S, rng);
+            c.bias = true;
+            c.valid_len = {S, (S + 1) / 2};
+            c.layout = Layout::bshd;
+            c.out_gap = 8;
+            check_all_kernels(c, std::string(fam) + " S=" + std::to_string(S), rng);
+            c.head_dim = 128;
+            c.dtype = ElemType::bf16;
+            check_all_kernels(c, std::string(fam) + " D128 bf16 S=" + std::to_string(S), rng);
+        }
+}
