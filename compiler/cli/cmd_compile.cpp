@@ -93,7 +93,7 @@ void add_compile_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("compile", "Compile an ONNX model into a plan file");
     cmd->add_option("model", args->model, "ONNX model file")->required()->check(CLI::ExistingFile);
     cmd->add_option("-o,--output", args->output, "Plan file to write")->required();
-    cmd->add_option("--shape", args->shapes, "Input shape NAME=DIMS, e.g. input_ids=2x128 (repeatable; needed for "
+    cmd->add_option("--shape", args->shapes, "Input shape NAME=DIMS (input_ids=2x128) or symbolic dimension DIM=N (batch=2) (repeatable; needed for "
                                              "every symbolic input dimension)");
     cmd->add_option("--precision", args->precision, "Storage precision of float tensors (computation is fp32)")
         ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))

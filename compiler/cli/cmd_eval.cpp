@@ -20,7 +20,7 @@ namespace {
 struct EvalArgs {
     std::string model;
     std::vector<std::string> inputs, expects, shapes;
-    std::string inputs_dir, expect_dir, output_dir, dump_after;
+    std::string inputs_dir, expect_dir, output_dir, dump_after, dump_dir;
     double rtol = 1e-3, atol = 1e-4;
 };
 
@@ -49,6 +49,19 @@ void run_eval(const EvalArgs& a) {
     t0 = std::chrono::steady_clock::now();
     const TensorMap outputs = interpret(g, feeds);
     spdlog::info("evaluated in {:.2f} s", seconds_since(t0));
+
+    if (!a.dump_dir.empty()) {
+        // Every node output, named as in the plan's tensors (stof-run --dump-dir).
+        ir::Graph all = g;
+        all.outputs.clear();
+        for (const ir::Node& n : g.nodes)
+            for (ir::ValueId v : n.outputs)
+                if (v != ir::kNoValue) all.outputs.push_back(v);
+        std::filesystem::create_directories(a.dump_dir);
+        for (const auto& [name, t] : interpret(all, feeds))
+            write_npy((std::filesystem::path(a.dump_dir) / (tensor_file_name(name) + ".npy")).string(), t);
+        spdlog::info("wrote every intermediate value to {}", a.dump_dir);
+    }
 
     if (!a.output_dir.empty()) {
         std::filesystem::create_directories(a.output_dir);
@@ -81,8 +94,9 @@ void add_eval_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("eval", "Run a model on the CPU reference interpreter (fp32)");
     cmd->add_option("model", args->model, "ONNX model file")->required()->check(CLI::ExistingFile);
     cmd->add_option("--input,-i", args->inputs, "Input tensor, NAME=FILE.npy (repeatable)");
+    cmd->add_option("--dump-dir", args->dump_dir, "Write every intermediate value to DIR/<name>.npy");
     cmd->add_option("--inputs-dir", args->inputs_dir, "Directory with <input>.npy for inputs not given by --input");
-    cmd->add_option("--shape", args->shapes, "Input shape NAME=DIMS, e.g. input_ids=2x128 (must match the files)");
+    cmd->add_option("--shape", args->shapes, "Input shape NAME=DIMS (input_ids=2x128) or symbolic dimension DIM=N (batch=2) (must match the files)");
     cmd->add_option("--output-dir,-o", args->output_dir, "Write every output to DIR/<output>.npy");
     cmd->add_option("--expect", args->expects, "Expected output NAME=FILE.npy (repeatable)");
     cmd->add_option("--expect-dir", args->expect_dir, "Directory with expected <output>.npy files");

@@ -19,7 +19,7 @@ void add_ir_command(CLI::App& app) {
     auto args = std::make_shared<IrArgs>();
     CLI::App* cmd = app.add_subcommand("ir", "Print a model's IR after the compiler passes");
     cmd->add_option("model", args->model, "ONNX model file")->required()->check(CLI::ExistingFile);
-    cmd->add_option("--shape", args->shapes, "Input shape NAME=DIMS, e.g. input_ids=2x128 (repeatable)");
+    cmd->add_option("--shape", args->shapes, "Input shape NAME=DIMS (input_ids=2x128) or symbolic dimension DIM=N (batch=2) (repeatable)");
     cmd->add_option("--dump-after", args->dump_after, "Also print the IR after pass NAME, or after every pass with 'all'");
     cmd->callback([args] {
         ir::Graph g = import_onnx_file(args->model);

@@ -9,14 +9,26 @@ namespace stof::codegen {
 namespace {
 
 // Batch stride of an operand whose batch dims are `b` against the output's `ob`:
-// the matrix size when they match, 0 when the operand is shared, else unsupported.
-int64_t batch_stride(const Shape& b, const Shape& ob, int64_t matrix, const ir::Node& n, const char* which) {
+// the matrix size when they match, 0 when the operand is shared, -1 when it
+// broadcasts partially (the caller materializes it).
+int64_t batch_stride(const Shape& b, const Shape& ob, int64_t matrix) {
     Shape padded(ob.size() - std::min(ob.size(), b.size()), 1);
     padded.insert(padded.end(), b.begin(), b.end());
     if (padded == ob) return matrix;
     if (numel(b) == 1) return 0;
-    STOF_FAIL("{}: operand {} with batch dims {} broadcasts partially to {}; stofc cannot lower this MatMul yet",
-              n.label(), which, shape_str(b), shape_str(ob));
+    return -1;
+}
+
+// Operand `t` (batch dims `b`, matrix `rows`×`cols`) with batch stride for the
+// output batch `ob`, broadcast into a new tensor first where strides cannot express it.
+int64_t operand_stride(LowerState& st, int32_t& t, const Shape& b, const Shape& ob, int64_t rows, int64_t cols) {
+    const int64_t s = batch_stride(b, ob, rows * cols);
+    if (s >= 0) return s;
+    Shape full = ob;
+    full.push_back(rows);
+    full.push_back(cols);
+    t = emit_broadcast(st, t, full);
+    return rows * cols;
 }
 
 }  // namespace
@@ -52,8 +64,8 @@ void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::No
             const Shape ob = ir::ops::broadcast_shapes({&ba, &bb}, n);
             gs.m = m;
             gs.batch = numel(ob);
-            gs.batch_stride_a = batch_stride(ba, ob, m * k, n, "A");
-            gs.batch_stride_b = batch_stride(bb, ob, k * nn, n, "B");
+            gs.batch_stride_a = operand_stride(st, gs.a, ba, ob, m, k);
+            gs.batch_stride_b = operand_stride(st, gs.b, bb, ob, k, nn);
             gs.batch_stride_d = m * nn;
         }
     } else {  // Gemm: 2-D, optional transposes, alpha, beta, C
@@ -69,11 +81,21 @@ void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::No
         const float beta = static_cast<float>(n.attrs.f("beta", 1.0));
         if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue && beta != 0.0f) {
             const ir::Value& c = g.value(n.inputs[2]);
-            if (numel(c.shape) == gs.n && (c.shape.size() == 1 || c.shape[0] == 1) && c.data) {
+            const bool row_vector = c.shape.empty() || c.shape.back() == 1 ? numel(c.shape) == 1 : numel(c.shape) == gs.n;
+            if (row_vector && c.data) {
                 Tensor bias(DType::f32, {gs.n});
-                for (int64_t i = 0; i < gs.n; ++i) bias.set_f64(i, beta * c.data->get_f64(i));
+                for (int64_t i = 0; i < gs.n; ++i) bias.set_f64(i, beta * c.data->get_f64(numel(c.shape) == 1 ? 0 : i));
                 gs.bias = st.add_weight(cast(bias, out_dtype), n.name + "_bias");
                 gs.epilogue = plan::Epilogue::bias;
+            } else if (c.data) {  // a constant C of another broadcastable shape: stored as [m, n]
+                Tensor full(DType::f32, {gs.m, gs.n});
+                const Shape cs = c.shape.size() == 1 ? Shape{1, c.shape[0]} : c.shape;
+                for (int64_t i = 0; i < gs.m; ++i)
+                    for (int64_t j = 0; j < gs.n; ++j)
+                        full.set_f64(i * gs.n + j, c.data->get_f64((cs[0] == 1 ? 0 : i) * cs[1] + (cs[1] == 1 ? 0 : j)));
+                gs.c = st.add_weight(cast(full, out_dtype), n.name + "_c");
+                gs.ldc = gs.n;
+                gs.beta = beta;
             } else {
                 STOF_CHECK(c.shape == Shape({gs.m, gs.n}), "{}: C of shape {} must be [{}] or [{},{}] in a plan", n.label(),
                            shape_str(c.shape), gs.n, gs.m, gs.n);

@@ -12,6 +12,7 @@ namespace {
 
 struct RowGeometry {
     int64_t rows = 1, len = 1;
+    Shape reduced;      // the reduced axes' sizes, in order (len = their product)
     std::string index;  // C++ expression of the input's linear index from `row` and `col`
 };
 
@@ -32,6 +33,7 @@ RowGeometry row_geometry(const Shape& s, const std::vector<char>& red) {
     }
     g.rows = numel(kept_shape);
     g.len = numel(red_shape);
+    g.reduced = red_shape;
     // Trailing reduced axes: rows are contiguous.
     bool trailing = true;
     for (size_t d = 0, seen_red = 0; d < s.size(); ++d) {
@@ -61,15 +63,32 @@ std::pair<int, int> row_config(int64_t len) {
     return {1024, 0};
 }
 
-// Per-column scale/bias of a LayerNormalization as a [len] weight tensor.
-std::string column_param(LowerState& st, KernelBuilder& kb, const ir::Node& n, size_t k, int64_t len, double fill) {
+// Scale/bias of a LayerNormalization, broadcast (numpy rules) to the normalized
+// shape `norm` and flattened to a [numel(norm)] weight tensor.
+std::string column_param(LowerState& st, KernelBuilder& kb, const ir::Node& n, size_t k, const Shape& norm, double fill) {
+    const int64_t len = numel(norm);
     Tensor t(DType::f32, {len});
     if (k < n.inputs.size() && n.inputs[k] != ir::kNoValue) {
         const ir::Value& v = st.g.value(n.inputs[k]);
         STOF_CHECK(v.data, "{}: {} must be a constant in a plan", n.label(), k == 1 ? "scale" : "bias");
-        STOF_CHECK(v.data->numel() == len || v.data->numel() == 1, "{}: {} of shape {} must have {} elements", n.label(),
-                   k == 1 ? "scale" : "bias", shape_str(v.shape), len);
-        for (int64_t i = 0; i < len; ++i) t.set_f64(i, v.data->get_f64(v.data->numel() == 1 ? 0 : i));
+        const Shape& ps = v.shape;
+        STOF_CHECK(ps.size() <= norm.size(), "{}: {} of shape {} does not broadcast to {}", n.label(), k == 1 ? "scale" : "bias",
+                   shape_str(ps), shape_str(norm));
+        for (int64_t i = 0; i < len; ++i) {
+            int64_t rest = i, at = 0, stride = 1;
+            for (size_t d = norm.size(); d-- > 0;) {
+                const int64_t coord = rest % norm[d];
+                rest /= norm[d];
+                const size_t pd = d + ps.size();
+                if (pd < norm.size()) continue;  // dimension absent from the parameter
+                const int64_t pdim = ps[pd - norm.size()];
+                STOF_CHECK(pdim == 1 || pdim == norm[d], "{}: {} of shape {} does not broadcast to {}", n.label(),
+                           k == 1 ? "scale" : "bias", shape_str(ps), shape_str(norm));
+                at += (pdim == 1 ? 0 : coord) * stride;
+                stride *= pdim;
+            }
+            t.set_f64(i, v.data->get_f64(at));
+        }
     } else {
         for (int64_t i = 0; i < len; ++i) t.set_f64(i, fill);
     }
@@ -127,7 +146,7 @@ void emit_rows(LowerState& st, const ir::Node& n) {
         std::string members = fmt::format("    {}* p;\n", c_type(out_d.dtype));
         std::string init = "Store{" + pout;
         if (kind == "layernorm") {
-            const std::string ps = column_param(st, kb, n, 1, geo.len, 1.0), pb = column_param(st, kb, n, 2, geo.len, 0.0);
+            const std::string ps = column_param(st, kb, n, 1, geo.reduced, 1.0), pb = column_param(st, kb, n, 2, geo.reduced, 0.0);
             members += "    const float* scale;\n    const float* bias;\n";
             store_body = fmt::format("stof::store(p + ({}), fmaf(v, scale[col], bias[col]));", geo.index);
             init += ", " + ps + ", " + pb;

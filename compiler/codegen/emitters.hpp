@@ -25,6 +25,8 @@ void emit_direct(LowerState& st, const ir::Node& n);
 // A new arena tensor holding `tensor` converted to `to`, written by a kernel
 // appended now. (emit_injective.cpp)
 int32_t emit_convert(LowerState& st, int32_t tensor, DType to);
+// Copies tensor broadcast (numpy rules) to `shape` into a new intermediate; returns it.
+int32_t emit_broadcast(LowerState& st, int32_t tensor, const Shape& shape);
 
 // Nodes of the injective group rooted at `root`, in topological order.
 std::vector<const ir::Node*> injective_group(const LowerState& st, ir::ValueId root);

@@ -277,7 +277,7 @@ plan::Plan lower(const ir::Graph& g, const LowerOptions& opt) {
         s.nodes = g.value(v).name;
         s.copy.dst = output_tensor[vi];
         const ir::Value& val = g.value(v);
-        s.copy.src = val.data ? st.add_weight(cast(*val.data, p.tensors[static_cast<size_t>(s.copy.dst)].dtype), val.name)
+        s.copy.src = val.data ? st.add_weight(cast(*val.data, p.tensors[static_cast<size_t>(s.copy.dst)].dtype), val.name + ".value")
                               : st.tensor(v);
         const plan::TensorDesc& src = p.tensors[static_cast<size_t>(s.copy.src)];
         STOF_CHECK(src.dtype == p.tensors[static_cast<size_t>(s.copy.dst)].dtype,

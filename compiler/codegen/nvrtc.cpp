@@ -11,6 +11,9 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <thread>
+
+#include <unistd.h>
 
 namespace stof::codegen {
 
@@ -50,7 +53,8 @@ std::string read_file(const fs::path& p) {
 }
 
 void write_file(const fs::path& p, const std::string& bytes) {
-    const fs::path tmp = p.string() + ".tmp" + std::to_string(std::hash<std::string>{}(bytes) & 0xffff);
+    // Unique per process and thread: concurrent compilers may write the same entry.
+    const fs::path tmp = fmt::format("{}.tmp{}.{}", p.string(), ::getpid(), std::hash<std::thread::id>{}(std::this_thread::get_id()));
     {
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
         STOF_CHECK(out.good(), "cannot write the kernel cache file '{}'", tmp.string());

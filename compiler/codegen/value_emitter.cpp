@@ -89,13 +89,19 @@ std::vector<std::string> broadcast_coords(const Shape& in, const Shape& out, con
 
 std::string ValueEmitter::linear_index(const Shape& shape, const std::vector<std::string>& coords) {
     const std::vector<int64_t> st = ir::ops::strides_of(shape);
+    // Coordinates and the result are parenthesized unless atomic: callers
+    // scale and offset the result (a merged reshape group is one coordinate).
+    auto atomic = [](const std::string& e) { return e.find_first_of(" +-*/%?:<>") == std::string::npos; };
     std::string s;
+    int terms = 0;
     for (size_t d = 0; d < shape.size(); ++d) {
         if (shape[d] == 1 || coords[d] == "0") continue;
-        const std::string term = st[d] == 1 ? coords[d] : fmt::format("{} * {}", coords[d], st[d]);
+        const std::string c = atomic(coords[d]) ? coords[d] : "(" + coords[d] + ")";
+        const std::string term = st[d] == 1 ? c : fmt::format("{} * {}", c, st[d]);
         s += (s.empty() ? "" : " + ") + term;
+        ++terms;
     }
-    return s.empty() ? "0" : s;
+    return s.empty() ? "0" : terms == 1 && st.back() == 1 && atomic(s) ? s : "(" + s + ")";
 }
 
 Expr ValueEmitter::hoist(const Expr& e) {
@@ -451,6 +457,26 @@ Expr ValueEmitter::node_value(const ir::Node& n, size_t out, const std::vector<s
                                     Scalar::i});
             std::vector<std::string> dc = c;
             dc[a] = idx.code;
+            return at(n.inputs[0], dc);
+        }
+        case Op::GatherND: {
+            const Shape& ds = g.value(n.inputs[0]).shape;
+            const Shape& is = g.value(n.inputs[1]).shape;
+            const auto b = static_cast<size_t>(n.attrs.i("batch_dims", 0));
+            const auto q = static_cast<size_t>(is.back());
+            const size_t lead = is.size() - 1;  // output coordinates that index `indices`
+            std::vector<std::string> ic(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(lead));
+            std::vector<std::string> dc(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(b));
+            for (size_t k = 0; k < q; ++k) {
+                ic.push_back(std::to_string(k));
+                const Expr raw = hoist(as_int(at(n.inputs[1], ic)));
+                ic.pop_back();
+                const int64_t dim = ds[b + k];
+                // Negative indices wrap; out-of-range indices are clamped (never read out of bounds).
+                dc.push_back(hoist({fmt::format("min(max({0} < 0 ? {0} + {1}LL : {0}, 0LL), {2}LL)", raw.code, dim, dim - 1),
+                                    Scalar::i}).code);
+            }
+            dc.insert(dc.end(), c.begin() + static_cast<std::ptrdiff_t>(lead), c.end());
             return at(n.inputs[0], dc);
         }
         case Op::Pad: {

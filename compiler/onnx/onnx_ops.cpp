@@ -115,6 +115,7 @@ constexpr OnnxOp kTable[] = {
     {"Tile", 13, kLast, Op::Tile, nullptr},
     {"Gather", 13, kLast, Op::Gather, nullptr},
     {"GatherElements", 13, kLast, Op::GatherElements, nullptr},
+    {"GatherND", 13, kLast, Op::GatherND, nullptr},
     {"ScatterND", 13, kLast, Op::ScatterND, nullptr},
     {"Pad", 13, kLast, Op::Pad, nullptr},
     {"Trilu", 14, kLast, Op::Trilu, nullptr},

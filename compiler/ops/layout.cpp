@@ -440,6 +440,52 @@ std::vector<Tensor> eval_GatherElements(const Node& n, const Inputs& in, const T
     return {r};
 }
 
+// GatherND: data [b..., d_b..d_r), indices [b..., i..., q] -> [b..., i..., d_{b+q}...].
+std::vector<TensorType> infer_GatherND(const Node& n, const std::vector<InferInput>& in) {
+    STOF_CHECK(is_integer(in[1].dtype), "{}: indices must be integers, got {}", n.label(), dtype_name(in[1].dtype));
+    const Shape& ds = in[0].shape;
+    const Shape& is = in[1].shape;
+    const int64_t b = n.attrs.i("batch_dims", 0);
+    STOF_CHECK(!is.empty() && b >= 0 && b < static_cast<int64_t>(std::min(ds.size(), is.size())),
+               "{}: batch_dims {} must be below the ranks of data ({}) and indices ({})", n.label(), b, ds.size(), is.size());
+    const int64_t q = is.back();
+    STOF_CHECK(q >= 1 && b + q <= static_cast<int64_t>(ds.size()), "{}: index depth {} with batch_dims {} exceeds data rank {}",
+               n.label(), q, b, ds.size());
+    for (int64_t d = 0; d < b; ++d)
+        STOF_CHECK(ds[static_cast<size_t>(d)] == is[static_cast<size_t>(d)], "{}: batch dimension {} differs ({} vs {})",
+                   n.label(), d, ds[static_cast<size_t>(d)], is[static_cast<size_t>(d)]);
+    Shape out(is.begin(), is.end() - 1);
+    out.insert(out.end(), ds.begin() + b + q, ds.end());
+    return {{in[0].dtype, out}};
+}
+
+std::vector<Tensor> eval_GatherND(const Node& n, const Inputs& in, const Types& out) {
+    const Tensor& x = *in[0];
+    const Tensor& idx = *in[1];
+    const auto b = static_cast<size_t>(n.attrs.i("batch_dims", 0));
+    const auto q = static_cast<size_t>(idx.shape.back());
+    const std::vector<int64_t> xst = strides_of(x.shape);
+    int64_t inner = 1, per_batch = 1;
+    for (size_t d = b + q; d < x.shape.size(); ++d) inner *= x.shape[d];
+    for (size_t d = b; d + 1 < idx.shape.size(); ++d) per_batch *= idx.shape[d];
+    const size_t es = dtype_size(x.dtype);
+    Tensor r(out[0].dtype, out[0].shape);
+    const int64_t tuples = idx.numel() / static_cast<int64_t>(q);
+    for (int64_t t = 0; t < tuples; ++t) {
+        const int64_t batch = t / per_batch;
+        int64_t at = 0, rest = batch;
+        for (size_t d = b; d-- > 0;) {
+            at += rest % x.shape[d] * xst[d];
+            rest /= x.shape[d];
+        }
+        for (size_t k = 0; k < q; ++k)
+            at += checked_index(n, idx.get_i64(t * static_cast<int64_t>(q) + static_cast<int64_t>(k)), x.shape[b + k]) * xst[b + k];
+        std::memcpy(r.bytes.data() + static_cast<size_t>(t * inner) * es, x.bytes.data() + static_cast<size_t>(at) * es,
+                    static_cast<size_t>(inner) * es);
+    }
+    return {r};
+}
+
 std::vector<TensorType> infer_ScatterND(const Node& n, const std::vector<InferInput>& in) {
     STOF_CHECK(!in[1].shape.empty(), "{}: indices must have rank >= 1", n.label());
     const int64_t q = in[1].shape.back();

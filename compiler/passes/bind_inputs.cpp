@@ -1,16 +1,39 @@
 #include "passes/passes.hpp"
 #include "stof/error.hpp"
 
+#include <map>
+
 namespace stof::passes {
 
+namespace {
+
+bool is_dim_name(const ir::Graph& g, const std::string& name) {
+    for (ir::ValueId i : g.inputs)
+        for (const std::string& d : g.value(i).dim_names)
+            if (d == name) return true;
+    return false;
+}
+
+}  // namespace
+
+// --shape NAME=DIMS binds a model input; --shape DIM=N binds a symbolic dimension
+// (e.g. batch=2) in every input that declares it.
 void bind_inputs(ir::Graph& g, const PassOptions& opt) {
+    std::map<std::string, int64_t> dims;
     for (const auto& [name, shape] : opt.input_shapes) {
         const ir::ValueId id = g.find_value(name);
         bool is_input = false;
         for (ir::ValueId i : g.inputs) is_input = is_input || i == id;
+        if (!is_input && is_dim_name(g, name)) {
+            STOF_CHECK(shape.size() == 1 && shape[0] > 0, "--shape {}={}: a symbolic dimension takes one positive size", name,
+                       shape_str(shape));
+            dims[name] = shape[0];
+            continue;
+        }
         std::string names;
         for (ir::ValueId i : g.inputs) names += (names.empty() ? "" : ", ") + g.value(i).name;
-        STOF_CHECK(is_input, "--shape names '{}', which is not a model input (inputs: {})", name, names);
+        STOF_CHECK(is_input, "--shape names '{}', which is neither a model input (inputs: {}) nor a symbolic dimension", name,
+                   names);
         ir::Value& v = g.value(id);
         if (v.shape_known || !v.shape.empty()) {
             STOF_CHECK(v.shape.size() == shape.size() || (!v.shape_known && v.shape.empty()),
@@ -27,11 +50,21 @@ void bind_inputs(ir::Graph& g, const PassOptions& opt) {
     for (ir::ValueId i : g.inputs) {
         ir::Value& v = g.value(i);
         if (v.shape_known) continue;
-        std::string dims;
+        bool all_bound = v.dim_names.size() == v.shape.size() && !v.shape.empty();
+        for (size_t d = 0; all_bound && d < v.shape.size(); ++d)
+            all_bound = v.shape[d] > 0 || dims.count(v.dim_names[d]) != 0;
+        if (all_bound) {
+            for (size_t d = 0; d < v.shape.size(); ++d)
+                if (v.shape[d] <= 0) v.shape[d] = dims.at(v.dim_names[d]);
+            v.shape_known = true;
+            continue;
+        }
+        std::string text;
         for (size_t d = 0; d < v.dim_names.size(); ++d)
-            dims += (dims.empty() ? "" : "x") + (v.dim_names[d].empty() ? std::to_string(v.shape[d]) : v.dim_names[d]);
-        STOF_FAIL("input '{}' has {} shape [{}]; give its size with --shape {}=DxDx... (or pass an input file)", v.name,
-                  v.dim_names.empty() ? "no declared" : "a symbolic", dims, v.name);
+            text += (text.empty() ? "" : "x") + (v.dim_names[d].empty() ? std::to_string(v.shape[d]) : v.dim_names[d]);
+        STOF_FAIL("input '{}' has {} shape [{}]; give its size with --shape {}=DxDx... or name each symbolic dimension "
+                  "(--shape batch=2), or pass an input file",
+                  v.name, v.dim_names.empty() ? "no declared" : "a symbolic", text, v.name);
     }
 }
 

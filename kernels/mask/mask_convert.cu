@@ -152,7 +152,10 @@ __global__ void scatter_tiles(Geometry g, const uint64_t* __restrict__ flags, co
 
 }  // namespace
 
-std::string check_mask_convert_args(const DenseMaskInput& in, int32_t tile_m, int32_t tile_n) {
+namespace {
+
+// check_mask_convert_args without the data pointer: what mask_convert_sizes needs.
+std::string check_geometry(const DenseMaskInput& in, int32_t tile_m, int32_t tile_n) {
     if (tile_m < 8 || tile_n < 8 || tile_m > 256 || tile_n > 256 || tile_m % 8 != 0 || tile_n % 8 != 0)
         return "tile " + std::to_string(tile_m) + "x" + std::to_string(tile_n) + ": each side must be a multiple of 8 in 8..256";
     if (in.batch < 1 || in.heads < 1) return "batch and heads must be >= 1";
@@ -161,12 +164,19 @@ std::string check_mask_convert_args(const DenseMaskInput& in, int32_t tile_m, in
     const Geometry g = make_geometry(in, tile_m, tile_n);
     if (g.tiles + 1 > std::numeric_limits<int32_t>::max())
         return std::to_string(g.tiles) + " tiles: at most 2^31 - 2 are supported";
-    if (g.tiles > 0 && in.data == nullptr) return "data is null";
     return "";
 }
 
+}  // namespace
+
+std::string check_mask_convert_args(const DenseMaskInput& in, int32_t tile_m, int32_t tile_n) {
+    std::string problem = check_geometry(in, tile_m, tile_n);
+    if (problem.empty() && make_geometry(in, tile_m, tile_n).tiles > 0 && in.data == nullptr) problem = "data is null";
+    return problem;
+}
+
 cudaError_t mask_convert_sizes(const DenseMaskInput& in, int32_t tile_m, int32_t tile_n, MaskConvertSizes* sizes) {
-    if (sizes == nullptr || !check_mask_convert_args(in, tile_m, tile_n).empty()) return cudaErrorInvalidValue;
+    if (sizes == nullptr || !check_geometry(in, tile_m, tile_n).empty()) return cudaErrorInvalidValue;
     const Geometry g = make_geometry(in, tile_m, tile_n);
     MaskConvertSizes s;
     s.mask_batch = g.mask_batch;

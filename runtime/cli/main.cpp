@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 namespace {
@@ -22,7 +23,7 @@ namespace {
 struct RunArgs {
     std::string plan;
     std::vector<std::string> inputs, expects;
-    std::string output_dir, expect_dir;
+    std::string inputs_dir, output_dir, expect_dir, dump_dir;
     double rtol = 1e-3, atol = 1e-4;
     int bench = 0, warmup = 10, device = 0;
     uint64_t seed = 0;
@@ -68,6 +69,49 @@ double median(std::vector<double> v) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// Tensors a step reads or writes, in argument order.
+std::vector<int32_t> step_tensors(const stof::plan::Step& s) {
+    using stof::plan::StepKind;
+    switch (s.kind) {
+        case StepKind::launch: {
+            std::vector<int32_t> t;
+            for (const stof::plan::Arg& a : s.launch.args)
+                if (a.kind == stof::plan::ParamKind::pointer) t.push_back(a.tensor);
+            return t;
+        }
+        case StepKind::gemm: return {s.gemm.a, s.gemm.b, s.gemm.c, s.gemm.bias, s.gemm.d};
+        case StepKind::attention:
+            return {s.attention.q.tensor, s.attention.k.tensor, s.attention.v.tensor, s.attention.key_valid,
+                    s.attention.bias, s.attention.o.tensor};
+        case StepKind::key_valid: return {s.key_valid.mask, s.key_valid.words};
+        case StepKind::copy: return {s.copy.src, s.copy.dst};
+    }
+    return {};
+}
+
+// Runs step by step; each intermediate and output tensor is written to
+// DIR/<name>.npy right after the first step that touches it (its producer).
+void run_dumping(stof::Runtime& rt, const std::string& dir) {
+    std::filesystem::create_directories(dir);
+    const stof::plan::Plan& p = rt.plan();
+    std::vector<bool> done(p.tensors.size(), false);
+    std::string order;  // DIR/order.txt: "<step> <name>" per line, in step order
+    rt.run_traced([&](size_t i) {
+        for (int32_t t : step_tensors(p.steps[i])) {
+            if (t < 0 || done[static_cast<size_t>(t)]) continue;
+            done[static_cast<size_t>(t)] = true;
+            const stof::plan::TensorDesc& d = p.tensors[static_cast<size_t>(t)];
+            if (d.role == stof::plan::TensorRole::weight || d.role == stof::plan::TensorRole::input) continue;
+            const stof::Tensor x = rt.read_tensor(t);
+            const auto path = std::filesystem::path(dir) / (stof::cli::tensor_file_name(d.name) + ".npy");
+            stof::write_npy(path.string(), x.dtype == stof::DType::bf16 ? stof::cast(x, stof::DType::f32) : x);
+            order += fmt::format("{} {}\n", i, stof::cli::tensor_file_name(d.name));
+        }
+    });
+    std::ofstream((std::filesystem::path(dir) / "order.txt").string()) << order;
+    spdlog::info("wrote step results to {}", dir);
+}
+
 int run(const RunArgs& a) {
     using nlohmann::json;
     stof::Runtime rt(a.plan, stof::RuntimeOptions{a.device});
@@ -82,6 +126,13 @@ int run(const RunArgs& a) {
         for (const stof::TensorInfo& in : rt.inputs()) known = known || in.name == name;
         STOF_CHECK(known, "--input names '{}', which is not an input of the plan", name);
     }
+    if (!a.inputs_dir.empty()) {
+        STOF_CHECK(std::filesystem::is_directory(a.inputs_dir), "--inputs-dir '{}' is not a directory", a.inputs_dir);
+        for (const stof::TensorInfo& in : rt.inputs()) {
+            const auto path = std::filesystem::path(a.inputs_dir) / (stof::cli::tensor_file_name(in.name) + ".npy");
+            if (!files.count(in.name) && std::filesystem::exists(path)) files[in.name] = stof::read_npy(path.string());
+        }
+    }
     std::mt19937_64 rng(a.seed);
     json inputs = json::array();
     for (const stof::TensorInfo& in : rt.inputs()) {
@@ -94,7 +145,10 @@ int run(const RunArgs& a) {
     report["inputs"] = inputs;
     report["seed"] = a.seed;
 
-    rt.run(a.graph);
+    if (a.dump_dir.empty())
+        rt.run(a.graph);
+    else
+        run_dumping(rt, a.dump_dir);
 
     // Outputs: written, compared.
     std::map<std::string, stof::Tensor> expected = stof::cli::read_named_npy(a.expects, "--expect");
@@ -168,6 +222,7 @@ int main(int argc, char** argv) {
     int verbosity = 0;
     app.add_option("plan", a.plan, "Plan file written by stofc compile")->required();
     app.add_option("--input,-i", a.inputs, "Input tensor NAME=FILE.npy (repeatable); other inputs get random data");
+    app.add_option("--inputs-dir", a.inputs_dir, "Directory with <input>.npy for inputs not given by --input");
     app.add_option("--output-dir,-o", a.output_dir, "Write every output to DIR/<output>.npy");
     app.add_option("--expect", a.expects, "Expected output NAME=FILE.npy (repeatable)");
     app.add_option("--expect-dir", a.expect_dir, "Directory with expected <output>.npy files");
@@ -175,6 +230,9 @@ int main(int argc, char** argv) {
     app.add_option("--atol", a.atol, "Absolute tolerance for comparisons")->capture_default_str();
     app.add_option("--bench", a.bench, "Time N runs (CUDA events) and report min / median / p99")->check(CLI::NonNegativeNumber);
     app.add_option("--warmup", a.warmup, "Untimed runs before --bench")->capture_default_str()->check(CLI::NonNegativeNumber);
+    app.add_option("--dump-dir", a.dump_dir,
+                   "Run step by step and write every intermediate tensor to DIR/<name>.npy (compare with stofc eval "
+                   "--dump-dir)");
     app.add_flag("--graph", a.graph, "Run as a CUDA graph captured once and replayed");
     app.add_flag("--json", a.json, "Print a machine-readable summary on stdout");
     app.add_option("--device", a.device, "CUDA device index")->capture_default_str()->check(CLI::NonNegativeNumber);

@@ -361,6 +361,18 @@ void Executor::enqueue_steps() {
     }
 }
 
+void Executor::run_step(size_t i) {
+    STOF_CHECK(i < steps_.size(), "step {} is out of range ({} steps)", i, steps_.size());
+    activate();
+    try {
+        enqueue_step(i);
+        synchronize();
+    } catch (const Error& e) {
+        const plan::Step& s = plan_.steps[i];
+        STOF_FAIL("schedule step {} ({}): {}", i, s.label.empty() ? plan::step_kind_name(s.kind) : s.label, e.what());
+    }
+}
+
 void Executor::capture() {
     STOF_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     try {

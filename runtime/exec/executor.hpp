@@ -43,6 +43,8 @@ public:
     // graph: replay the CUDA graph, capturing it first if needed.
     void enqueue(bool graph);
     void synchronize() const;
+    // Runs step i alone and waits for it (tracing; never inside a graph).
+    void run_step(size_t i);
 
     // Whole-tensor copies between host memory and tensor t (synchronous).
     void upload(int32_t t, const void* host);

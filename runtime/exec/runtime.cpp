@@ -88,6 +88,13 @@ void Runtime::run(bool graph) {
     impl_->exec.synchronize();
 }
 
+void Runtime::run_traced(const std::function<void(size_t step)>& after_step) {
+    for (size_t i = 0; i < impl_->exec.plan().steps.size(); ++i) {
+        impl_->exec.run_step(i);
+        after_step(i);
+    }
+}
+
 Tensor Runtime::output(const std::string& name) const {
     const TensorInfo& out = Impl::find(impl_->outputs, name, "output");
     return read_tensor(out.tensor);

@@ -72,9 +72,19 @@ def main():
         return
     rtol, atol = TOLERANCE[a.precision]
     run([a.stofc, "compile", model, "-o", plan, "--precision", a.precision, *shapes(d), *a.extra])
-    for graph in ([], ["--graph"]):
+    outputs = {}
+    for mode, graph in (("plain", []), ("graph", ["--graph"])):
+        out_dir = a.work / f"{d.name}.{a.precision}.{mode}"
         run([a.stof_run, plan, "--inputs-dir", d / "inputs", "--expect-dir", d / "expected", "--rtol", str(rtol),
-             "--atol", str(atol), *graph])
+             "--atol", str(atol), "--output-dir", out_dir, *graph])
+        outputs[mode] = {f.name: np.load(f) for f in sorted(out_dir.glob("*.npy"))}
+    # A replayed CUDA graph runs the same kernels on the same data: outputs are bit-identical.
+    if outputs["plain"].keys() != outputs["graph"].keys() or not outputs["plain"]:
+        sys.exit(f"plain and graph runs wrote different outputs: {sorted(outputs['plain'])} vs {sorted(outputs['graph'])}")
+    for name, x in outputs["plain"].items():
+        if x.tobytes() != outputs["graph"][name].tobytes():
+            sys.exit(f"{name}: CUDA graph replay differs from plain launches")
+    print(f"plain and graph outputs bit-identical ({len(outputs['plain'])} outputs)")
 
 
 if __name__ == "__main__":

@@ -56,12 +56,24 @@ TEST_CASE("constant folding removes the shape subgraph and keeps results" , "[cp
     CHECK(reference->bytes == x.bytes);  // a reshape moves no bytes
 }
 
-TEST_CASE("symbolic inputs need --shape and --shape must name an input", "[cpu][passes]") {
+TEST_CASE("symbolic inputs need --shape naming an input or a symbolic dimension", "[cpu][passes]") {
     ir::Graph g = import_onnx_bytes(shape_subgraph_model(), "", "m");
     test::require_error([&] { run_pipeline(g, {}); }, "input 'x' has a symbolic shape [batchxseqx8]; give its size with --shape x=");
     PipelineOptions bad;
     bad.pass.input_shapes["y"] = {1};
-    test::require_error([&] { run_pipeline(g, bad); }, "'y', which is not a model input (inputs: x)");
+    test::require_error([&] { run_pipeline(g, bad); }, "'y', which is neither a model input (inputs: x) nor a symbolic dimension");
+    PipelineOptions half;
+    half.pass.input_shapes["batch"] = {2};
+    test::require_error([&] { run_pipeline(g, half); }, "input 'x' has a symbolic shape");
+    PipelineOptions by_dim;
+    by_dim.pass.input_shapes["batch"] = {2};
+    by_dim.pass.input_shapes["seq"] = {3};
+    ir::Graph named = g;
+    run_pipeline(named, by_dim);
+    CHECK(named.value(named.inputs[0]).shape == Shape({2, 3, 8}));
+    PipelineOptions multi;
+    multi.pass.input_shapes["seq"] = {2, 3};
+    test::require_error([&] { run_pipeline(g, multi); }, "a symbolic dimension takes one positive size");
     PipelineOptions wrong_rank;
     wrong_rank.pass.input_shapes["x"] = {2, 3};
     test::require_error([&] { run_pipeline(g, wrong_rank); }, "declares rank 3");

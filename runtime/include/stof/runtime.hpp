@@ -15,6 +15,7 @@
 #include "stof/plan.hpp"
 #include "stof/tensor.hpp"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,6 +65,9 @@ public:
     // Runs the plan and waits for it. graph = true replays a CUDA graph
     // (captured on the first such run).
     void run(bool graph = false);
+    // Runs the steps one at a time, waiting for each, and calls after_step(i)
+    // after step i (debugging: read_tensor sees each step's results).
+    void run_traced(const std::function<void(size_t step)>& after_step);
 
     Tensor output(const std::string& name) const;
     void get_output(size_t index, void* data, size_t bytes) const;

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Build stofc on a GPU machine and run everything that needs the GPU:
+#   tools/gpu/check.sh [OUT_DIR] [STEP...]
+# Steps (default: build gpu-tests zoo sanitizer): also dumps (DUMP_MODELS=dirs), bench, calibrate.
+# Logs and JSON results go to OUT_DIR (default build-gpu/results); a failing
+# step is reported and the remaining steps still run; exit status is non-zero
+# when any step failed.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${1:-build-gpu/results}
+shift || true
+STEPS=${*:-build gpu-tests zoo sanitizer}
+BUILD=build-gpu
+mkdir -p "$OUT"
+PY=$(command -v python3)
+failed=()
+
+step() {  # step NAME COMMAND...: run, log to $OUT/NAME.log, time it
+    local name=$1; shift
+    case " $STEPS " in *" $name "*) ;; *) return 0 ;; esac
+    local t0=$SECONDS
+    echo "== $name"
+    if "$@" >"$OUT/$name.log" 2>&1; then echo "   ok ($((SECONDS - t0)) s)"; else
+        echo "   FAILED ($((SECONDS - t0)) s); last lines:"; tail -n 40 "$OUT/$name.log"; failed+=("$name"); fi
+}
+
+build() {
+    nvidia-smi -L
+    cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTOF_CUDA_ARCHITECTURES=90 \
+        -DSTOF_PYTHON="$PY" -DSTOF_FUZZ_TESTS=OFF &&
+    cmake --build $BUILD -j"$(nproc)"
+}
+gpu_tests() { $BUILD/bin/stof_tests "[gpu]" --durations yes; }
+zoo() { (cd $BUILD && ctest -R "zoo_run|op_cases_run" -j4 --output-on-failure); }
+sanitizer() {
+    compute-sanitizer --tool memcheck --error-exitcode 9 $BUILD/bin/stof_kernel_tests "attention: small cases for compute-sanitizer" &&
+    compute-sanitizer --tool memcheck --error-exitcode 9 $BUILD/bin/stof_tests "GPU mask conversion equals from_dense"
+}
+bench() {
+    "$PY" tools/bench/mha.py --lib $BUILD/lib/libstof.so --grid paper --json "$OUT/mha_paper.json" --markdown "$OUT/mha_paper.md" &&
+    "$PY" tools/bench/mha.py --lib $BUILD/lib/libstof.so --grid targets --json "$OUT/mha_targets.json" --markdown "$OUT/mha_targets.md"
+}
+dumps() {  # where each zoo model's fp32 plan first departs from the interpreter
+    local m d=$BUILD/test_tmp/dumps
+    for m in ${DUMP_MODELS:-models/*/}; do
+        m=${m%/}; local n; n=$(basename "$m"); mkdir -p "$d/$n"
+        local shp; shp=$("$PY" -c "import numpy as np,glob,os;print(' '.join('--shape %s=%s'%(os.path.basename(f)[:-4],'x'.join(map(str,np.load(f).shape))) for f in sorted(glob.glob('$m/inputs/*.npy'))))")
+        $BUILD/bin/stofc compile "$m/model.onnx" -o "$d/$n/plan" $shp 2>&1 | tail -n 1
+        $BUILD/bin/stof-run "$d/$n/plan" --inputs-dir "$m/inputs" --dump-dir "$d/$n/gpu"
+        $BUILD/bin/stofc eval "$m/model.onnx" --inputs-dir "$m/inputs" --dump-dir "$d/$n/ref" >/dev/null
+        echo "== $n"; "$PY" tools/compare_dumps.py "$d/$n/gpu" "$d/$n/ref" --show 3 | grep -v " ok " | head -20
+    done
+}
+calibrate() { "$PY" tools/bench/calibrate_selector.py --lib $BUILD/lib/libstof.so --json "$OUT/calibration.json"; }
+
+step build build
+step gpu-tests gpu_tests
+step zoo zoo
+step sanitizer sanitizer
+step bench bench
+step dumps dumps
+step calibrate calibrate
+[ ${#failed[@]} -eq 0 ] || { echo "failed steps: ${failed[*]}"; exit 1; }
