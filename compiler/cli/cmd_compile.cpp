@@ -1,4 +1,4 @@
-// stofc compile MODEL.onnx -o PLAN: import, run the passes, lower to kernels
+// stofc compile MODEL.onnx [-o PLAN]: import, run the passes, lower to kernels
 // (NVRTC for the target GPU) and write one plan file.
 #include "cli/cli_args.hpp"
 #include "cli/commands.hpp"
@@ -75,14 +75,17 @@ void run_compile(const CompileArgs& a) {
     lo.jobs = a.jobs;
     lo.model = std::filesystem::path(a.model).filename().string();
     const plan::Plan p = codegen::lower(g, lo);
-    plan::write_plan(p, a.output);
+    // Default: <model stem>.plan in the current directory.
+    const std::string output =
+        a.output.empty() ? std::filesystem::path(a.model).stem().string() + ".plan" : a.output;
+    plan::write_plan(p, output);
 
     std::map<std::string, int> kinds;
     for (const plan::Step& s : p.steps) ++kinds[s.label];
     std::string summary;
     for (const auto& [k, c] : kinds) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", c, k);
-    fmt::print("wrote {} ({:.1f} MB): {} steps ({}), {} kernels, {} precision, {}, {:.1f} s\n", a.output,
-               static_cast<double>(std::filesystem::file_size(a.output)) / 1e6, p.steps.size(), summary, p.kernels.size(), a.precision, arch,
+    fmt::print("wrote {} ({:.1f} MB): {} steps ({}), {} kernels, {} precision, {}, {:.1f} s\n", output,
+               static_cast<double>(std::filesystem::file_size(output)) / 1e6, p.steps.size(), summary, p.kernels.size(), a.precision, arch,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
@@ -92,7 +95,7 @@ void add_compile_command(CLI::App& app) {
     auto args = std::make_shared<CompileArgs>();
     CLI::App* cmd = app.add_subcommand("compile", "Compile an ONNX model into a plan file");
     cmd->add_option("model", args->model, "ONNX model file")->required()->check(CLI::ExistingFile);
-    cmd->add_option("-o,--output", args->output, "Plan file to write")->required();
+    cmd->add_option("-o,--output", args->output, "Plan file to write (default: <model name>.plan in the current directory)");
     cmd->add_option("--shape", args->shapes, "Input shape NAME=DIMS (input_ids=2x128) or symbolic dimension DIM=N (batch=2) (repeatable; needed for "
                                              "every symbolic input dimension)");
     cmd->add_option("--precision", args->precision, "Storage precision of float tensors (computation is fp32)")

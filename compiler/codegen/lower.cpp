@@ -1,6 +1,7 @@
 #include "codegen/lower.hpp"
 
 #include "codegen/emitters.hpp"
+#include "codegen/input_range.hpp"
 #include "codegen/lower_state.hpp"
 #include "codegen/memory_plan.hpp"
 #include "codegen/nvrtc.hpp"
@@ -194,6 +195,10 @@ plan::Plan lower(const ir::Graph& g, const LowerOptions& opt) {
         STOF_CHECK(val.dtype != DType::f64, "input '{}' is float64; plans take float32, float16 or integer inputs", val.name);
         st.tensor_of[static_cast<size_t>(v)] = st.add_tensor(val.name, val.dtype, val.shape, plan::TensorRole::input);
         p.inputs.push_back(st.tensor_of[static_cast<size_t>(v)]);
+        if (!is_float(val.dtype) && val.dtype != DType::boolean) {
+            plan::TensorDesc& d = p.tensors[static_cast<size_t>(st.tensor_of[static_cast<size_t>(v)])];
+            std::tie(d.int_lo, d.int_hi) = integer_input_range(g, v);
+        }
     }
     std::vector<int32_t> output_tensor(g.values.size(), -1);
     for (ir::ValueId v : g.outputs) {
