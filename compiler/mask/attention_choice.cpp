@@ -1,5 +1,7 @@
 #include "mask/attention_choice.hpp"
 
+#include "stof/kernels/selector_tau.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -7,7 +9,7 @@
 
 namespace stof {
 
-double attention_tau() { return 1.2; }
+double attention_tau() { return kernels::kAttentionSelectorTau; }
 
 AttentionChoice choose_attention_kernel(double rho, int64_t seq_k) {
     AttentionChoice a;

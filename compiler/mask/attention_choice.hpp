@@ -2,7 +2,8 @@
 //
 //   row-wise   when  rho - tau / log2(N / 16)^2 < 0,   else block-wise
 // rho = non-empty 16x16 tiles / all 16x16 tiles (mask_stats().rho), N = seq_k,
-// tau = 1.2. N <= 16 always picks row-wise (the bound is infinite there).
+// tau = stof::kernels::kAttentionSelectorTau. N <= 16 always picks row-wise (the
+// bound is infinite there).
 // Host-only mirror of stof::kernels::select_attention_kernel and
 // attention_selector_tau (kernels/include/stof/kernels/attention.hpp), which
 // own the calibrated tau; this copy lets the compiler report the choice

@@ -36,9 +36,12 @@ sanitizer() {
     compute-sanitizer --tool memcheck --error-exitcode 9 $BUILD/bin/stof_kernel_tests "attention: small cases for compute-sanitizer" &&
     compute-sanitizer --tool memcheck --error-exitcode 9 $BUILD/bin/stof_tests "GPU mask conversion equals from_dense"
 }
-bench() {
-    "$PY" tools/bench/mha.py --lib $BUILD/lib/libstof.so --grid paper --json "$OUT/mha_paper.json" --markdown "$OUT/mha_paper.md" &&
-    "$PY" tools/bench/mha.py --lib $BUILD/lib/libstof.so --grid targets --json "$OUT/mha_targets.json" --markdown "$OUT/mha_targets.md"
+bench() {  # BENCH_GRIDS: mha.py grids to run (default: paper targets)
+    local g
+    for g in ${BENCH_GRIDS:-paper targets}; do
+        "$PY" tools/bench/mha.py --lib $BUILD/lib/libstof.so --grid "$g" --json "$OUT/mha_$g.json" \
+            --markdown "$OUT/mha_$g.md" || return 1
+    done
 }
 dumps() {  # where each zoo model's fp32 plan first departs from the interpreter
     local m d=$BUILD/test_tmp/dumps

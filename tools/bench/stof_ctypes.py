@@ -1,0 +1,93 @@
+"""ctypes binding of stofc's C API (runtime/include/stof/c_api.h) for the sparse
+attention kernels, on torch CUDA tensors. The structures mirror the header."""
+import ctypes
+import os
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNEL = {"auto": -1, "block-wise": 0, "row-wise": 1}
+DTYPE = {"float16": 2, "bfloat16": 3}
+
+
+class AttnTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("stride_b", ctypes.c_int64), ("stride_h", ctypes.c_int64),
+                ("stride_s", ctypes.c_int64)]
+
+
+class AttentionParams(ctypes.Structure):
+    _fields_ = [("dtype", ctypes.c_int32), ("batch", ctypes.c_int32), ("heads", ctypes.c_int32),
+                ("kv_heads", ctypes.c_int32), ("seq_q", ctypes.c_int32), ("seq_k", ctypes.c_int32),
+                ("head_dim", ctypes.c_int32), ("q", AttnTensor), ("k", AttnTensor), ("v", AttnTensor),
+                ("o", AttnTensor), ("scale", ctypes.c_float), ("mask", ctypes.c_void_p),
+                ("key_valid", ctypes.c_void_p), ("bias", ctypes.c_void_p), ("bias_stride_h", ctypes.c_int64),
+                ("bias_stride_s", ctypes.c_int64), ("kernel", ctypes.c_int32), ("block_m", ctypes.c_int32)]
+
+
+class MaskStats(ctypes.Structure):
+    _fields_ = [("rows", ctypes.c_int32), ("cols", ctypes.c_int32), ("tile_m", ctypes.c_int32),
+                ("tile_n", ctypes.c_int32), ("mask_batch", ctypes.c_int32), ("mask_heads", ctypes.c_int32),
+                ("nnz", ctypes.c_int64), ("density", ctypes.c_double), ("empty_tiles", ctypes.c_int64),
+                ("full_tiles", ctypes.c_int64), ("partial_tiles", ctypes.c_int64), ("rho", ctypes.c_double)]
+
+
+class StofError(RuntimeError):
+    pass
+
+
+class Stof:
+    def __init__(self, lib=None):
+        path = Path(lib) if lib else ROOT / "build" / "lib" / "libstof.so"
+        if not path.exists():
+            raise StofError(f"{path} not found: build the project (target 'stof') or pass --lib")
+        self.lib = ctypes.CDLL(str(path))
+        self.lib.stof_last_error.restype = ctypes.c_char_p
+        self.lib.stof_attention_selector_tau.restype = ctypes.c_double
+        self.lib.stof_attention_select_rho.argtypes = [ctypes.c_double, ctypes.c_int32]
+        self.lib.stof_mask_destroy.argtypes = [ctypes.c_void_p]
+
+    def _check(self, status):
+        if status != 0:
+            raise StofError(self.lib.stof_last_error().decode())
+
+    def tau(self):
+        return self.lib.stof_attention_selector_tau()
+
+    def mask(self, keep, tile=64):
+        """keep: bool/uint8 array [S_q, S_k] or [MB, MH, S_q, S_k] (host)."""
+        keep = np.ascontiguousarray(np.asarray(keep, dtype=np.uint8))
+        if keep.ndim == 2:
+            keep = keep[None, None]
+        mb, mh, rows, cols = keep.shape
+        handle = ctypes.c_void_p()
+        self._check(self.lib.stof_mask_from_dense(keep.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8)), mb, mh, rows,
+                                                  cols, tile, tile, ctypes.byref(handle)))
+        return Mask(self, handle)
+
+    def attention(self, q, k, v, o, mask, scale, kernel="auto", stream=None):
+        """q, o: [B, H, S_q, D]; k, v: [B, H_kv, S_k, D] torch CUDA tensors (strided, unit stride on D)."""
+        def view(t):
+            return AttnTensor(t.data_ptr(), t.stride(0), t.stride(1), t.stride(2))
+        p = AttentionParams(DTYPE[str(q.dtype).split(".")[-1]], q.shape[0], q.shape[1], k.shape[1], q.shape[2],
+                            k.shape[2], q.shape[3], view(q), view(k), view(v), view(o), scale, mask.handle, None, None,
+                            0, 0, KERNEL[kernel], 0)
+        self._check(self.lib.stof_attention(ctypes.byref(p), ctypes.c_void_p(stream or 0)))
+
+
+class Mask:
+    def __init__(self, stof, handle):
+        self.stof, self.handle = stof, handle
+        s = MaskStats()
+        stof._check(stof.lib.stof_mask_get_stats(handle, ctypes.byref(s)))
+        self.stats = {f: getattr(s, f) for f, _ in MaskStats._fields_}
+
+    def selected(self):
+        k = ctypes.c_int32()
+        self.stof._check(self.stof.lib.stof_attention_select(self.handle, self.stats["cols"], ctypes.byref(k)))
+        return "row-wise" if k.value == 1 else "block-wise"
+
+    def __del__(self):
+        if getattr(self, "handle", None):
+            self.stof.lib.stof_mask_destroy(self.handle)
+            self.handle = None
