@@ -54,6 +54,23 @@ dumps() {  # where each zoo model's fp32 plan first departs from the interpreter
         echo "== $n"; "$PY" tools/compare_dumps.py "$d/$n/gpu" "$d/$n/ref" --show 3 | grep -v " ok " | head -20
     done
 }
+latency() {  # stof-run --bench of every zoo model, fp32 and fp16, plain and CUDA graph
+    local m n p prec shp d=$BUILD/test_tmp/latency
+    mkdir -p $d
+    for m in models/*/; do
+        m=${m%/}; n=$(basename "$m")
+        [ -f "$m/model.onnx" ] || continue
+        shp=$("$PY" -c "import numpy as np,glob,os;print(' '.join('--shape %s=%s'%(os.path.basename(f)[:-4],'x'.join(map(str,np.load(f).shape))) for f in sorted(glob.glob('$m/inputs/*.npy'))))")
+        for prec in fp32 fp16; do
+            p=$d/$n.$prec.plan
+            $BUILD/bin/stofc compile "$m/model.onnx" -o "$p" --precision $prec $shp >/dev/null 2>&1 || { echo "$n $prec: compile failed"; return 1; }
+            for g in "" --graph; do
+                $BUILD/bin/stof-run "$p" --inputs-dir "$m/inputs" --bench 200 --warmup 20 $g --json > "$d/$n.$prec$g.json" 2>/dev/null || return 1
+                "$PY" -c "import json,sys;j=json.load(open(sys.argv[1]));b=j['latency_ms'];print(f\"{sys.argv[2]:20s} {sys.argv[3]:5s} {sys.argv[4] or 'plain':8s} min {b['min']:.3f} median {b['median']:.3f} p99 {b['p99']:.3f} ms\")" "$d/$n.$prec$g.json" $n $prec "$g"
+            done
+        done
+    done
+}
 calibrate() { "$PY" tools/bench/calibrate_selector.py --lib $BUILD/lib/libstof.so --json "$OUT/calibration.json"; }
 
 step build build
@@ -62,5 +79,6 @@ step zoo zoo
 step sanitizer sanitizer
 step bench bench
 step dumps dumps
+step latency latency
 step calibrate calibrate
 [ ${#failed[@]} -eq 0 ] || { echo "failed steps: ${failed[*]}"; exit 1; }
