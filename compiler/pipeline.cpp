@@ -15,6 +15,8 @@ const std::vector<PassInfo>& pipeline_passes() {
         {"infer-shapes", passes::infer_shapes,
          "computes types and the compile-time values that shape arithmetic (Reshape targets, Slice bounds) depends on"},
         {"fold-constants", passes::fold_constants, "needs the values infer-shapes computed"},
+        {"fuse-attention", passes::fuse_attention,
+         "needs folded constants to classify the mask; leaves the mask subgraphs for dead-code elimination"},
         {"eliminate-dead-code", passes::eliminate_dead_code, "folding leaves shape subgraphs and constants unused"},
     };
     return passes;

@@ -21,8 +21,9 @@ namespace stof::cli {
 namespace {
 
 struct CompileArgs {
-    std::string model, output, precision = "fp32", arch, cache_dir, dump_after;
+    std::string model, output, precision = "fp32", arch, cache_dir, dump_after, attention_kernel = "auto";
     std::vector<std::string> shapes;
+    std::vector<std::string> masks;
     bool offline = false;
     int jobs = 0;
 };
@@ -64,6 +65,7 @@ void run_compile(const CompileArgs& a) {
     spdlog::info("imported {}: {} nodes, opset {}", a.model, g.nodes.size(), g.opset);
     PipelineOptions opt;
     opt.pass.input_shapes = parse_shapes(a.shapes);
+    opt.pass.masks = a.masks;
     opt.dump_after = a.dump_after;
     run_pipeline(g, opt);
     spdlog::info("after the passes: {} nodes: {}", g.nodes.size(), ir::op_histogram(g));
@@ -73,6 +75,7 @@ void run_compile(const CompileArgs& a) {
     lo.arch = arch;
     lo.cache_dir = a.cache_dir;
     lo.jobs = a.jobs;
+    lo.attention_kernel = a.attention_kernel;
     lo.model = std::filesystem::path(a.model).filename().string();
     const plan::Plan p = codegen::lower(g, lo);
     // Default: <model stem>.plan in the current directory.
@@ -96,8 +99,13 @@ void add_compile_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("compile", "Compile an ONNX model into a plan file");
     cmd->add_option("model", args->model, "ONNX model file")->required()->check(CLI::ExistingFile);
     cmd->add_option("-o,--output", args->output, "Plan file to write (default: <model name>.plan in the current directory)");
-    cmd->add_option("--shape", args->shapes, "Input shape NAME=DIMS (input_ids=2x128) or symbolic dimension DIM=N (batch=2) (repeatable; needed for "
-                                             "every symbolic input dimension)");
+    cmd->add_option("--shape", args->shapes, "Input shape NAME=DIMS (input_ids=2x128) or symbolic dimension DIM=N (batch=2) "
+                                             "(repeatable; needed for every symbolic input dimension)");
+    cmd->add_option("--mask", args->masks, kMaskHelp);
+    cmd->add_option("--attention-kernel", args->attention_kernel,
+                    "Sparse attention kernel: auto (the analytical selector), block-wise or row-wise")
+        ->check(CLI::IsMember({"auto", "block-wise", "row-wise"}))
+        ->capture_default_str();
     cmd->add_option("--precision", args->precision, "Storage precision of float tensors (computation is fp32)")
         ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
         ->capture_default_str();

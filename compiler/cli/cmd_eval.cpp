@@ -19,7 +19,7 @@ namespace {
 
 struct EvalArgs {
     std::string model;
-    std::vector<std::string> inputs, expects, shapes;
+    std::vector<std::string> inputs, expects, shapes, masks;
     std::string inputs_dir, expect_dir, output_dir, dump_after, dump_dir;
     double rtol = 1e-3, atol = 1e-4;
 };
@@ -36,6 +36,7 @@ void run_eval(const EvalArgs& a) {
     const TensorMap feeds = load_inputs(g, a.inputs, a.inputs_dir);
     PipelineOptions opt;
     opt.pass.input_shapes = parse_shapes(a.shapes);
+    opt.pass.masks = a.masks;
     for (const auto& [name, t] : feeds) {
         auto it = opt.pass.input_shapes.find(name);
         STOF_CHECK(it == opt.pass.input_shapes.end() || it->second == t.shape,
@@ -97,6 +98,7 @@ void add_eval_command(CLI::App& app) {
     cmd->add_option("--dump-dir", args->dump_dir, "Write every intermediate value to DIR/<name>.npy");
     cmd->add_option("--inputs-dir", args->inputs_dir, "Directory with <input>.npy for inputs not given by --input");
     cmd->add_option("--shape", args->shapes, "Input shape NAME=DIMS (input_ids=2x128) or symbolic dimension DIM=N (batch=2) (must match the files)");
+    cmd->add_option("--mask", args->masks, kMaskHelp);
     cmd->add_option("--output-dir,-o", args->output_dir, "Write every output to DIR/<output>.npy");
     cmd->add_option("--expect", args->expects, "Expected output NAME=FILE.npy (repeatable)");
     cmd->add_option("--expect-dir", args->expect_dir, "Directory with expected <output>.npy files");

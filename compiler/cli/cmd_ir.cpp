@@ -12,6 +12,7 @@ namespace {
 struct IrArgs {
     std::string model, dump_after;
     std::vector<std::string> shapes;
+    std::vector<std::string> masks;
 };
 }  // namespace
 
@@ -20,11 +21,13 @@ void add_ir_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("ir", "Print a model's IR after the compiler passes");
     cmd->add_option("model", args->model, "ONNX model file")->required()->check(CLI::ExistingFile);
     cmd->add_option("--shape", args->shapes, "Input shape NAME=DIMS (input_ids=2x128) or symbolic dimension DIM=N (batch=2) (repeatable)");
+    cmd->add_option("--mask", args->masks, kMaskHelp);
     cmd->add_option("--dump-after", args->dump_after, "Also print the IR after pass NAME, or after every pass with 'all'");
     cmd->callback([args] {
         ir::Graph g = import_onnx_file(args->model);
         PipelineOptions opt;
         opt.pass.input_shapes = parse_shapes(args->shapes);
+        opt.pass.masks = args->masks;
         opt.dump_after = args->dump_after;
         run_pipeline(g, opt);
         if (args->dump_after.empty()) fmt::print("{}", ir::to_text(g));

@@ -3,6 +3,7 @@
 
 #include "codegen/lower_state.hpp"
 
+#include <functional>
 #include <vector>
 
 namespace stof::codegen {
@@ -19,6 +20,14 @@ void emit_rows(LowerState& st, const ir::Node& n);
 // the last one's output is the result). (emit_gemm.cpp)
 void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::Node*>& epilogue_nodes);
 
+// Whether SparseAttention node n runs on the prebuilt kernels in a plan of
+// `precision` (fp16/bf16, head dim 64 or 128, bias broadcast over batch).
+bool attention_on_kernels(const ir::Graph& g, const ir::Node& n, const std::string& precision);
+// SparseAttention on the sparse attention kernels. (emit_attention.cpp)
+void emit_attention(LowerState& st, const ir::Node& n);
+// A copy of `g` whose SparseAttention nodes for which keep_fused is false are
+// rewritten into MatMul / Softmax / Where ops. (expand_attention.cpp)
+ir::Graph expand_attention(const ir::Graph& g, const std::function<bool(const ir::Node&)>& keep_fused);
 // Conv, ConvTranspose, Resize, CumSum and ScatterND as direct kernels. (emit_direct.cpp)
 void emit_direct(LowerState& st, const ir::Node& n);
 

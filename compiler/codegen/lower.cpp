@@ -24,7 +24,7 @@ using ir::Op;
 
 namespace {
 
-enum class Kind { injective, rows, gemm, direct };
+enum class Kind { injective, rows, gemm, direct, attention };
 
 Kind kind_of(const ir::Node& n) {
     switch (n.op) {
@@ -32,6 +32,7 @@ Kind kind_of(const ir::Node& n) {
         case Op::ReduceMin:
             return Kind::rows;
         case Op::MatMul: case Op::Gemm: return Kind::gemm;
+        case Op::SparseAttention: return Kind::attention;
         case Op::Conv: case Op::ConvTranspose: case Op::Resize: case Op::CumSum: case Op::ScatterND: return Kind::direct;
         case Op::Shape: case Op::Size:
             STOF_FAIL("internal: {} was not folded", n.label());
@@ -153,8 +154,11 @@ void compile_kernels(LowerState& st, const LowerOptions& opt) {
 
 }  // namespace
 
-plan::Plan lower(const ir::Graph& g, const LowerOptions& opt) {
+plan::Plan lower(const ir::Graph& input, const LowerOptions& opt) {
     check_arch(opt.arch);
+    float_storage(opt.precision);  // validates the name
+    const ir::Graph g =
+        expand_attention(input, [&](const ir::Node& n) { return attention_on_kernels(input, n, opt.precision); });
     plan::Plan p;
     p.meta.model = opt.model;
     p.meta.stofc_version = kVersion;
@@ -162,8 +166,10 @@ plan::Plan lower(const ir::Graph& g, const LowerOptions& opt) {
     p.meta.nvrtc_version = nvrtc_version();
     p.meta.precision = opt.precision;
     p.meta.created = utc_now();
-    float_storage(opt.precision);  // validates the name
     LowerState st(g, p, opt.arch);
+    STOF_CHECK(opt.attention_kernel == "auto" || opt.attention_kernel == "block-wise" || opt.attention_kernel == "row-wise",
+               "attention kernel '{}': use auto, block-wise or row-wise", opt.attention_kernel);
+    st.attention_kernel = opt.attention_kernel;
 
     const std::vector<std::vector<int>> cons = consumers_of(g);
     std::vector<char> is_output(g.values.size(), 0);
@@ -263,6 +269,7 @@ plan::Plan lower(const ir::Graph& g, const LowerOptions& opt) {
                 break;
             case Kind::rows: emit_rows(st, n); break;
             case Kind::direct: emit_direct(st, n); break;
+            case Kind::attention: emit_attention(st, n); break;
             case Kind::gemm: {
                 std::vector<const ir::Node*> epi;
                 for (int e : epilogue[i]) epi.push_back(&g.nodes[static_cast<size_t>(e)]);

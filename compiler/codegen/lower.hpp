@@ -16,6 +16,7 @@ struct LowerOptions {
     std::string cache_dir;           // kernel cache (default_cache_dir() when empty)
     int jobs = 0;                    // parallel NVRTC compilations (0: hardware threads)
     std::string model;               // recorded in the plan's meta
+    std::string attention_kernel = "auto";  // auto (the selector) | block-wise | row-wise
 };
 
 plan::Plan lower(const ir::Graph& g, const LowerOptions& opt);

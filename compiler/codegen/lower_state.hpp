@@ -14,6 +14,7 @@ struct LowerState {
     const ir::Graph& g;
     plan::Plan& plan;
     std::string arch;                 // "sm_90"
+    std::string attention_kernel = "auto";  // LowerOptions::attention_kernel
     std::vector<int32_t> tensor_of;   // value id → plan tensor index, -1 when not stored
     std::vector<char> inlined;        // value id → computed inside its consumer's kernel
     std::vector<int32_t> alias_of;    // plan tensor → tensor whose storage it shares, -1 if none

@@ -6,12 +6,15 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace stof {
 
 struct PassOptions {
     // --shape NAME=DIMS: dimensions for graph inputs (overrides the model's).
     std::map<std::string, Shape> input_shapes;
+    // --mask [LAYERS=]SPEC: attention masks, intersected with the model's own.
+    std::vector<std::string> masks;
 };
 
 namespace passes {
@@ -28,6 +31,10 @@ void infer_shapes(ir::Graph& g, const PassOptions& opt);
 // Replaces nodes whose outputs are all known at compile time by constants.
 // (fold_constants.cpp)
 void fold_constants(ir::Graph& g, const PassOptions& opt);
+
+// Scaled dot-product attention subgraphs → SparseAttention, with the mask the
+// model computes (pattern, bias, padding input) and --mask. (fuse_attention.cpp)
+void fuse_attention(ir::Graph& g, const PassOptions& opt);
 
 // Removes nodes and values that no graph output depends on. (eliminate_dead_code.cpp)
 void eliminate_dead_code(ir::Graph& g, const PassOptions& opt);

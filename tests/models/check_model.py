@@ -7,11 +7,17 @@ inputs/*.npy, expected/*.npy from onnxruntime).
   run      stofc compile for the GPU present, then stof-run --expect-dir (prints
            "STOF-SKIP: ..." and succeeds where no GPU exists; CTest reports a skip)
 
+With --mask SPEC, plans are compiled with that mask; `compile` then checks that
+the plan has one sparse_attention step per attention layer (--layers) and no
+softmax kernel, and `run` compares with `stofc eval --mask SPEC` (the reference
+interpreter applying the same mask) instead of expected/.
+
 Input shapes come from the files in inputs/. Tolerances: fp32 rtol 1e-3 atol 1e-4;
 fp16 / bf16 plans (16-bit storage between kernels, fp32 arithmetic) rtol 3e-2 atol 3e-2.
 """
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
@@ -52,7 +58,9 @@ def main():
     ap.add_argument("--work", type=Path, required=True, help="directory for plans and outputs")
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--precision", default="fp32", choices=sorted(TOLERANCE))
-    ap.add_argument("--extra", nargs="*", default=[], help="more stofc compile arguments")
+    ap.add_argument("--mask", help="attention mask spec for compile and the reference")
+    ap.add_argument("--attention-kernel", default="auto", help="stofc compile --attention-kernel")
+    ap.add_argument("--layers", type=int, default=2, help="attention layers the model has")
     a = ap.parse_args()
     d = a.model_dir
     a.work.mkdir(parents=True, exist_ok=True)
@@ -61,21 +69,37 @@ def main():
         run([a.stofc, "eval", model, "--inputs-dir", d / "inputs", "--expect-dir", d / "expected",
              "--rtol", "1e-3", "--atol", "1e-4"])
         return
-    plan = a.work / f"{d.name}.{a.precision}.{a.arch if a.mode == 'compile' else 'gpu'}.plan"
+    tag = f"{d.name}.{a.precision}" + (f".{a.mask.replace(':', '_')}" if a.mask else "")
+    tag += "" if a.attention_kernel == "auto" else f".{a.attention_kernel}"
+    plan = a.work / f"{tag}.{a.arch if a.mode == 'compile' else 'gpu'}.plan"
+    mask = ["--mask", a.mask] if a.mask else []
+    kernel = ["--attention-kernel", a.attention_kernel]
     if a.mode == "compile":
         run([a.stofc, "compile", model, "-o", plan, "--offline", "--arch", a.arch, "--precision", a.precision,
-             *shapes(d), *a.extra])
+             *shapes(d), *mask, *kernel])
         run([a.stofc, "inspect", plan])
+        if a.mask:
+            steps = json.loads(subprocess.run([a.stofc, "inspect", plan, "--json"], capture_output=True,
+                                              check=True).stdout)["steps"]
+            attention = sum(s["kind"] == "sparse_attention" for s in steps)
+            softmax = [s["kernel"] for s in steps if "softmax" in s["kernel"]]
+            if attention != a.layers or softmax:
+                sys.exit(f"{attention} sparse_attention steps (want {a.layers}), softmax kernels {softmax}")
+            print(f"{attention} sparse_attention steps, no softmax kernel")
         return
     if not gpu_present():
         print("STOF-SKIP: no GPU on this machine")
         return
     rtol, atol = TOLERANCE[a.precision]
-    run([a.stofc, "compile", model, "-o", plan, "--precision", a.precision, *shapes(d), *a.extra])
+    run([a.stofc, "compile", model, "-o", plan, "--precision", a.precision, *shapes(d), *mask, *kernel])
+    expected = d / "expected"
+    if a.mask:
+        expected = a.work / f"{tag}.reference"
+        run([a.stofc, "eval", model, "--inputs-dir", d / "inputs", *mask, "--output-dir", expected])
     outputs = {}
     for mode, graph in (("plain", []), ("graph", ["--graph"])):
-        out_dir = a.work / f"{d.name}.{a.precision}.{mode}"
-        run([a.stof_run, plan, "--inputs-dir", d / "inputs", "--expect-dir", d / "expected", "--rtol", str(rtol),
+        out_dir = a.work / f"{tag}.{mode}"
+        run([a.stof_run, plan, "--inputs-dir", d / "inputs", "--expect-dir", expected, "--rtol", str(rtol),
              "--atol", str(atol), "--output-dir", out_dir, *graph])
         outputs[mode] = {f.name: np.load(f) for f in sorted(out_dir.glob("*.npy"))}
     # A replayed CUDA graph runs the same kernels on the same data: outputs are bit-identical.

@@ -31,7 +31,7 @@ build() {
     cmake --build $BUILD -j"$(nproc)"
 }
 gpu_tests() { $BUILD/bin/stof_tests "[gpu]" --durations yes; }
-zoo() { (cd $BUILD && ctest -R "zoo_run|op_cases_run" -j4 --output-on-failure); }
+zoo() { (cd $BUILD && ctest -R "zoo_run|zoo_mask_run|op_cases_run" -j8 --output-on-failure); }
 sanitizer() {
     compute-sanitizer --tool memcheck --error-exitcode 9 $BUILD/bin/stof_kernel_tests "attention: small cases for compute-sanitizer" &&
     compute-sanitizer --tool memcheck --error-exitcode 9 $BUILD/bin/stof_tests "GPU mask conversion equals from_dense"

@@ -1,0 +1,112 @@
+// SparseAttention on the prebuilt sparse attention kernels (plan::AttentionStep):
+// the keep pattern becomes a plan mask (two-level sparse format), a padding
+// input a KeyValidStep, a bias a [H|1, Sq, Sk] weight broadcast over batch.
+#include "codegen/emitters.hpp"
+#include "codegen/storage.hpp"
+#include "mask/attention_choice.hpp"
+#include "stof/error.hpp"
+#include "stof/sparse_mask.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace stof::codegen {
+
+bool attention_on_kernels(const ir::Graph& g, const ir::Node& n, const std::string& precision) {
+    if (precision != "fp16" && precision != "bf16") return false;
+    const int64_t d = g.value(n.inputs[0]).shape[3];
+    if (d != 64 && d != 128) return false;
+    // The kernels broadcast the bias over batch only.
+    return n.inputs.size() <= 4 || n.inputs[4] == ir::kNoValue || g.value(n.inputs[4]).shape[0] == 1;
+}
+
+void emit_attention(LowerState& st, const ir::Node& n) {
+    const ir::Graph& g = st.g;
+    const Shape& qs = g.value(n.inputs[0]).shape;
+    const Shape& ks = g.value(n.inputs[1]).shape;
+    const int64_t B = qs[0], H = qs[1], Sq = qs[2], D = qs[3], Hk = ks[1], Sk = ks[2];
+    const DType dt = float_storage(st.plan.meta.precision);
+    auto operand = [&](ir::ValueId v, int64_t heads, int64_t seq) {
+        int32_t t = st.tensor(v);
+        if (st.plan.tensors[static_cast<size_t>(t)].dtype != dt) t = emit_convert(st, t, dt);
+        plan::AttentionOperand o;
+        o.tensor = t;
+        o.stride_s = D;
+        o.stride_h = seq * D;
+        o.stride_b = heads * seq * D;
+        return o;
+    };
+    plan::AttentionStep a;
+    a.q = operand(n.inputs[0], H, Sq);
+    a.k = operand(n.inputs[1], Hk, Sk);
+    a.v = operand(n.inputs[2], Hk, Sk);
+    a.o = operand(n.outputs[0], H, Sq);
+    STOF_CHECK(st.plan.tensors[static_cast<size_t>(a.o.tensor)].dtype == dt, "{}: output is not stored as {}", n.label(),
+               dtype_name(dt));
+    a.batch = static_cast<int32_t>(B);
+    a.heads = static_cast<int32_t>(H);
+    a.kv_heads = static_cast<int32_t>(Hk);
+    a.seq_q = static_cast<int32_t>(Sq);
+    a.seq_k = static_cast<int32_t>(Sk);
+    a.head_dim = static_cast<int32_t>(D);
+    a.scale = static_cast<float>(n.attrs.f("scale", 1.0));
+
+    // The pattern: the keep constant ([Sq,Sk] or [1|B,1|H,Sq,Sk]) or all kept.
+    plan::MaskEntry entry;
+    entry.spec = n.attrs.s("mask", "dense");
+    if (n.inputs.size() > 3 && n.inputs[3] != ir::kNoValue) {
+        const Tensor& keep = *g.value(n.inputs[3]).data;
+        const int64_t mb = keep.shape.size() == 4 ? keep.shape[0] : 1, mh = keep.shape.size() == 4 ? keep.shape[1] : 1;
+        std::vector<uint8_t> dense(static_cast<size_t>(keep.numel()));
+        for (int64_t k = 0; k < keep.numel(); ++k) dense[static_cast<size_t>(k)] = keep.get_i64(k) != 0;
+        entry.mask = from_dense(dense.data(), static_cast<int32_t>(mb), static_cast<int32_t>(mh), static_cast<int32_t>(Sq),
+                                static_cast<int32_t>(Sk), 64, 64);
+    } else {
+        const std::vector<uint8_t> dense(static_cast<size_t>(Sq * Sk), 1);
+        entry.mask = from_dense(dense.data(), 1, 1, static_cast<int32_t>(Sq), static_cast<int32_t>(Sk), 64, 64);
+    }
+    const SparseMaskStats stats = mask_stats(entry.mask);
+    AttentionChoice choice = choose_attention_kernel(stats.rho, Sk);
+    if (st.attention_kernel != "auto") {
+        choice.kernel = st.attention_kernel;
+        choice.reason = "--attention-kernel " + st.attention_kernel + " (the selector: " + choice.reason + ")";
+    }
+    entry.kernel_reason = choice.reason;
+    a.kernel = choice.kernel == "row-wise" ? 1 : 0;
+    a.mask = static_cast<int32_t>(st.plan.masks.size());
+    st.plan.masks.push_back(std::move(entry));
+    spdlog::info("{}: mask {} density {:.4f}, tiles {} empty / {} full / {} partial, {} kernel ({})", n.label(),
+                 n.attrs.s("mask", "dense"), stats.density, stats.empty_tiles, stats.full_tiles, stats.partial_tiles,
+                 choice.kernel, choice.reason);
+
+    // Padding: packed into validity words every run.
+    if (n.inputs.size() > 5 && n.inputs[5] != ir::kNoValue) {
+        plan::Step kv;
+        kv.kind = plan::StepKind::key_valid;
+        kv.label = "key_valid";
+        kv.nodes = n.name;
+        kv.key_valid.mask = st.tensor(n.inputs[5]);
+        kv.key_valid.words = st.add_tensor(n.name + "_key_valid", DType::i64, {B, (Sk + 63) / 64}, plan::TensorRole::intermediate);
+        kv.key_valid.batch = static_cast<int32_t>(B);
+        kv.key_valid.seq = static_cast<int32_t>(Sk);
+        a.key_valid = kv.key_valid.words;
+        st.add_step(std::move(kv));
+    }
+    // Bias: [1, 1|H, Sq, Sk] (or [Sq, Sk]) stored as [1|H, Sq, Sk] in the attention dtype.
+    if (n.inputs.size() > 4 && n.inputs[4] != ir::kNoValue) {
+        const Tensor& bias = *g.value(n.inputs[4]).data;
+        const int64_t bh = bias.shape.size() == 4 ? bias.shape[1] : 1;
+        Tensor b(bias.dtype, {bh, Sq, Sk});
+        b.bytes = bias.bytes;
+        a.bias = st.add_weight(cast(b, dt), n.name + "_bias");
+        a.bias_stride_h = bh == 1 ? 0 : Sq * Sk;
+        a.bias_stride_s = Sk;
+    }
+    plan::Step s;
+    s.kind = plan::StepKind::attention;
+    s.label = "sparse_attention";
+    s.nodes = n.name;
+    s.attention = a;
+    st.add_step(std::move(s));
+}
+
+}  // namespace stof::codegen

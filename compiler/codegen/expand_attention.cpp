@@ -1,0 +1,112 @@
+// SparseAttention nodes the kernels cannot run (fp32 plans, other head dims, a
+// bias that varies over batch), rewritten into the ops it stands for:
+//   s = MatMul(q, Transpose(k)) · scale [+ bias];  s = Where(keep ∧ valid, s, −inf)
+//   p = Softmax(s);  p = Where(IsNaN(p), 0, p)     (rows without a kept key: 0)
+//   o = MatMul(p, v)                                  (k, v repeated over heads for GQA)
+#include "codegen/emitters.hpp"
+
+#include <limits>
+
+namespace stof::codegen {
+
+namespace {
+
+struct Builder {
+    ir::Graph& g;
+    std::vector<ir::Node>& out;
+    const std::string base;
+
+    ir::ValueId value(DType dt, const Shape& s, const std::string& hint) {
+        ir::Value v;
+        v.name = g.unique_name(base + "_" + hint);
+        v.dtype = dt;
+        v.shape = s;
+        v.shape_known = true;
+        return g.add_value(v);
+    }
+    ir::ValueId node(ir::Op op, std::vector<ir::ValueId> in, DType dt, const Shape& s, const std::string& hint,
+                     ir::Attrs attrs = {}, ir::ValueId result = ir::kNoValue) {
+        ir::Node n;
+        n.op = op;
+        n.name = g.unique_name(base + "_" + hint);
+        n.inputs = std::move(in);
+        n.outputs = {result == ir::kNoValue ? value(dt, s, hint) : result};
+        n.attrs = std::move(attrs);
+        out.push_back(n);
+        return n.outputs[0];
+    }
+    ir::ValueId shape_const(const Shape& s) {
+        Tensor t(DType::i64, {static_cast<int64_t>(s.size())});
+        for (size_t i = 0; i < s.size(); ++i) t.set_i64(static_cast<int64_t>(i), s[i]);
+        return g.add_constant(t, base + "_shape");
+    }
+    ir::ValueId scalar(DType dt, double x, const std::string& hint) {
+        Tensor t(dt, {});
+        t.set_f64(0, x);
+        return g.add_constant(t, base + "_" + hint);
+    }
+    // [B,Hk,S,D] → [B,Hk·r,S,D], each KV head repeated r times.
+    ir::ValueId repeat_heads(ir::ValueId x, int64_t r) {
+        if (r == 1) return x;
+        const Shape s = g.value(x).shape;
+        const DType dt = g.value(x).dtype;
+        const Shape s5{s[0], s[1], 1, s[2], s[3]}, e5{s[0], s[1], r, s[2], s[3]}, full{s[0], s[1] * r, s[2], s[3]};
+        ir::ValueId y = node(ir::Op::Reshape, {x, shape_const(s5)}, dt, s5, "kv5");
+        y = node(ir::Op::Expand, {y, shape_const(e5)}, dt, e5, "kv_expand");
+        return node(ir::Op::Reshape, {y, shape_const(full)}, dt, full, "kv_heads");
+    }
+};
+
+}  // namespace
+
+ir::Graph expand_attention(const ir::Graph& in, const std::function<bool(const ir::Node&)>& keep_fused) {
+    ir::Graph g = in;
+    std::vector<ir::Node> nodes;
+    const std::vector<ir::Node> old = g.nodes;
+    for (const ir::Node& n : old) {
+        if (n.op != ir::Op::SparseAttention || keep_fused(n)) {
+            nodes.push_back(n);
+            continue;
+        }
+        Builder b{g, nodes, n.name};
+        const Shape qs = g.value(n.inputs[0]).shape, ks = g.value(n.inputs[1]).shape;
+        const int64_t B = qs[0], H = qs[1], Sq = qs[2], Sk = ks[2];
+        const DType dt = g.value(n.inputs[0]).dtype;
+        const Shape ss{B, H, Sq, Sk};
+        ir::Attrs perm;
+        perm.set("perm", std::vector<int64_t>{0, 1, 3, 2});
+        const ir::ValueId k = b.repeat_heads(n.inputs[1], H / ks[1]), v = b.repeat_heads(n.inputs[2], H / ks[1]);
+        const ir::ValueId kt = b.node(ir::Op::Transpose, {k}, dt, {B, H, ks[3], Sk}, "kt", perm);
+        ir::ValueId s = b.node(ir::Op::MatMul, {n.inputs[0], kt}, dt, ss, "scores");
+        s = b.node(ir::Op::Mul, {s, b.scalar(dt, n.attrs.f("scale", 1.0), "scale")}, dt, ss, "scaled");
+        if (n.inputs.size() > 4 && n.inputs[4] != ir::kNoValue) s = b.node(ir::Op::Add, {s, n.inputs[4]}, dt, ss, "biased");
+        ir::ValueId keep = n.inputs.size() > 3 ? n.inputs[3] : ir::kNoValue;
+        if (n.inputs.size() > 5 && n.inputs[5] != ir::kNoValue) {
+            ir::Attrs to_bool;
+            to_bool.set("to", static_cast<int64_t>(9));  // ONNX BOOL
+            ir::ValueId valid = b.node(ir::Op::Cast, {n.inputs[5]}, DType::boolean, {B, Sk}, "valid", to_bool);
+            valid = b.node(ir::Op::Reshape, {valid, b.shape_const({B, 1, 1, Sk})}, DType::boolean, {B, 1, 1, Sk}, "valid4");
+            if (keep == ir::kNoValue) {
+                keep = valid;
+            } else {
+                Shape ks4 = g.value(keep).shape;
+                if (ks4.size() == 2) ks4.insert(ks4.begin(), {1, 1});
+                const Shape both{B, ks4[1], Sq, Sk};
+                keep = b.node(ir::Op::And, {keep, valid}, DType::boolean, both, "kept");
+            }
+        }
+        if (keep != ir::kNoValue)
+            s = b.node(ir::Op::Where, {keep, s, b.scalar(dt, -std::numeric_limits<double>::infinity(), "neg_inf")}, dt, ss,
+                       "masked");
+        ir::Attrs axis;
+        axis.set("axis", static_cast<int64_t>(-1));
+        ir::ValueId p = b.node(ir::Op::Softmax, {s}, dt, ss, "probs", axis);
+        const ir::ValueId nan = b.node(ir::Op::IsNaN, {p}, DType::boolean, ss, "empty_rows");
+        p = b.node(ir::Op::Where, {nan, b.scalar(dt, 0.0, "zero"), p}, dt, ss, "probs_or_zero");
+        b.node(ir::Op::MatMul, {p, v}, dt, g.value(n.outputs[0]).shape, "out", {}, n.outputs[0]);
+    }
+    g.nodes = std::move(nodes);
+    return g;
+}
+
+}  // namespace stof::codegen
