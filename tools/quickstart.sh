@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# tools/quickstart.sh — set up, build, describe a sparse attention mask, compile
-# the bundled default model (models/bert-torchscript) into an fp16 plan, and run
-# it against onnxruntime's outputs where a GPU exists (else show what was produced).
+# tools/quickstart.sh — set up, build, compile the bundled default model
+# (models/bert-torchscript) with a sparse attention mask, and run the plan against
+# the reference with the same mask where a GPU exists (else show what was produced).
 #
 #   tools/quickstart.sh [MASK_SPEC]        default: longformer:16:4
 set -euo pipefail
@@ -19,13 +19,15 @@ mkdir -p "$out"
 
 echo "== the mask: $mask at S = 128"
 "$bin/stofc" mask "$mask" --seq 128 --png "$out/mask.png"
-echo "== stofc compile (fp16)"
-"$bin/stofc" compile "$model/model.onnx" -o "$out/bert.plan" --precision fp16 --shape batch=2 --shape seq=128
+echo "== stofc compile (fp16, mask $mask)"
+"$bin/stofc" compile "$model/model.onnx" -o "$out/bert.plan" --precision fp16 --mask "$mask" \
+    --shape batch=2 --shape seq=128
 "$bin/stofc" inspect "$out/bert.plan" | sed -n '1,/^tensors/p;/^masks/,/^kernels/p;/^steps/,$p' | head -n 60
 
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
     echo "== stof-run on $(nvidia-smi -L | head -n 1)"
-    "$bin/stof-run" "$out/bert.plan" --inputs-dir "$model/inputs" --expect-dir "$model/expected" \
+    "$bin/stofc" eval "$model/model.onnx" --inputs-dir "$model/inputs" --mask "$mask" -o "$out/reference" >/dev/null
+    "$bin/stof-run" "$out/bert.plan" --inputs-dir "$model/inputs" --expect-dir "$out/reference" \
         --rtol 3e-2 --atol 3e-2 --output-dir "$out/outputs" --bench 200 --graph
 else
     echo "== no GPU on this machine: the plan is $out/bert.plan (the mask picture: $out/mask.png)."
