@@ -87,59 +87,58 @@ void emit_injective(LowerState& st, ir::ValueId root) {
     st.add_launch(std::move(job), pure_layout ? "layout" : "elementwise", node_names(group));
 }
 
-int32_t emit_convert(LowerState& st, int32_t tensor, DType to) {
+namespace {
+
+// A new intermediate `dst` (dtype `to`, shape `shape`) written by one grid-stride
+// kernel: dst[i] = convert(src[index(i)]), `index` a C++ expression of i.
+int32_t emit_copy_kernel(LowerState& st, int32_t tensor, DType to, const Shape& shape, const std::string& index,
+                         const std::string& name, const std::string& key, const char* label) {
     const plan::TensorDesc src = st.plan.tensors[static_cast<size_t>(tensor)];
-    const int32_t dst = st.add_tensor(src.name + "_" + dtype_name(to), to, src.shape, plan::TensorRole::intermediate);
-    const int64_t n = numel(src.shape);
+    const int32_t dst = st.add_tensor(src.name + "_" + name, to, shape, plan::TensorRole::intermediate);
+    const int64_t n = numel(shape);
     KernelBuilder kb;
     const std::string po = kb.tensor(dst, to, true), pi = kb.tensor(tensor, src.dtype, false);
     kb.line(fmt::format("typedef {} idx_t;", index_type(n)));
     kb.line(fmt::format("for (idx_t i = blockIdx.x * static_cast<idx_t>(blockDim.x) + threadIdx.x; i < {}; "
                         "i += static_cast<idx_t>(gridDim.x) * blockDim.x) {{",
                         n));
-    kb.line(fmt::format("    stof::store({} + i, stof::{}({}[i]));", po, is_float(src.dtype) || is_float(to) ? "to_float" : "to_int", pi));
+    kb.line(fmt::format("    stof::store({} + i, stof::{}({}[{}]));", po,
+                        is_float(src.dtype) || is_float(to) ? "to_float" : "to_int", pi, index));
     kb.line("}");
     KernelJob job;
-    job.key = fmt::format("convert_{}_{}_n{}", dtype_name(src.dtype), dtype_name(to), n);
+    job.key = key;
     job.source = kb.source(job.key, "__launch_bounds__(256)", {"stof/common.cuh"});
     job.params = kb.params();
     job.launch.args = kb.args();
     elementwise_launch(n, job.launch);
-    st.add_launch(std::move(job), "elementwise", src.name);
+    st.add_launch(std::move(job), label, src.name);
     return dst;
 }
 
+}  // namespace
+
+int32_t emit_convert(LowerState& st, int32_t tensor, DType to) {
+    const plan::TensorDesc src = st.plan.tensors[static_cast<size_t>(tensor)];  // a copy: add_tensor may reallocate
+    return emit_copy_kernel(st, tensor, to, src.shape, "i", dtype_name(to),
+                            fmt::format("convert_{}_{}_n{}", dtype_name(src.dtype), dtype_name(to), numel(src.shape)),
+                            "elementwise");
+}
+
 int32_t emit_broadcast(LowerState& st, int32_t tensor, const Shape& shape) {
-    const plan::TensorDesc src = st.plan.tensors[static_cast<size_t>(tensor)];
-    const int32_t dst = st.add_tensor(src.name + "_broadcast", src.dtype, shape, plan::TensorRole::intermediate);
-    const int64_t n = numel(shape);
+    const plan::TensorDesc src = st.plan.tensors[static_cast<size_t>(tensor)];  // a copy: add_tensor may reallocate
     Shape padded(shape.size() - src.shape.size(), 1);
     padded.insert(padded.end(), src.shape.begin(), src.shape.end());
     std::string index = "0";
     int64_t inner = 1, src_stride = 1;
-    std::vector<std::string> terms;
     for (size_t d = shape.size(); d-- > 0;) {
-        if (padded[d] != 1) terms.push_back(fmt::format("(i / {}) % {} * {}", inner, shape[d], src_stride));
+        if (padded[d] != 1) index += fmt::format(" + (i / {}) % {} * {}", inner, shape[d], src_stride);
         inner *= shape[d];
         src_stride *= padded[d];
     }
-    for (const std::string& t : terms) index += " + " + t;
-    KernelBuilder kb;
-    const std::string po = kb.tensor(dst, src.dtype, true), pi = kb.tensor(tensor, src.dtype, false);
-    kb.line(fmt::format("typedef {} idx_t;", index_type(n)));
-    kb.line(fmt::format("for (idx_t i = blockIdx.x * static_cast<idx_t>(blockDim.x) + threadIdx.x; i < {}; "
-                        "i += static_cast<idx_t>(gridDim.x) * blockDim.x) {{",
-                        n));
-    kb.line(fmt::format("    {}[i] = {}[{}];", po, pi, index));
-    kb.line("}");
-    KernelJob job;
-    job.key = fmt::format("broadcast_{}_{}_to_{}", dtype_name(src.dtype), fmt::join(src.shape, "x"), fmt::join(shape, "x"));
-    job.source = kb.source(job.key, "__launch_bounds__(256)", {"stof/common.cuh"});
-    job.params = kb.params();
-    job.launch.args = kb.args();
-    elementwise_launch(n, job.launch);
-    st.add_launch(std::move(job), "layout", src.name);
-    return dst;
+    return emit_copy_kernel(st, tensor, src.dtype, shape, index, "broadcast",
+                            fmt::format("broadcast_{}_{}_to_{}", dtype_name(src.dtype), fmt::join(src.shape, "x"),
+                                        fmt::join(shape, "x")),
+                            "layout");
 }
 
 }  // namespace stof::codegen
