@@ -4,12 +4,17 @@
 #   tools/test.sh [ctest arguments...]     e.g. tools/test.sh -R npy
 #
 # Builds into build/ (binaries in build/bin). Tests that need a GPU report
-# themselves as skipped where none is present.
+# themselves as skipped where none is present. Then builds the libFuzzer targets
+# with clang into build-fuzz/ and fuzzes the plan reader for STOF_FUZZ_SECONDS
+# (default 60; 0 skips it); a crash fails the run (tests/fuzz/run_fuzz.sh).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/tools/setup.sh"
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$root/build" -j"$jobs"
-cd "$root/build"
-ctest --output-on-failure -j"$jobs" "$@"
+(cd "$root/build" && ctest --output-on-failure -j"$jobs" "$@")
+fuzz_seconds=${STOF_FUZZ_SECONDS:-60}
+if [ "$fuzz_seconds" != 0 ]; then
+  "$root/tests/fuzz/run_fuzz.sh" "$root" "$root/build-fuzz" "$fuzz_seconds"
+fi

@@ -4,7 +4,6 @@
 #include "stof/plan_format.hpp"
 #include "stof/version.hpp"
 
-#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <filesystem>
@@ -60,7 +59,10 @@ public:
         return c;
     }
     std::string str(const char* what) {
-        const uint32_t len = count(1, what);
+        const size_t at = pos_;
+        const uint32_t len = u32(what);
+        STOF_CHECK(len <= remaining(), "{} at byte {}: a string of {} bytes runs past the end ({} bytes left)", what, at,
+                   len, remaining());
         std::string s(reinterpret_cast<const char*>(p_ + pos_), len);
         pos_ += len;
         return s;
@@ -307,7 +309,8 @@ void decode_step(Cursor& c, Step& s) {
 }
 
 void decode_schedule(Cursor& c, Plan& p) {
-    const uint32_t n = c.count(9, "step count");
+    // The smallest step (key_valid with empty label and nodes) takes 25 bytes.
+    const uint32_t n = c.count(25, "step count");
     p.steps.resize(n);
     for (uint32_t i = 0; i < n; ++i) {
         try {
@@ -340,13 +343,15 @@ std::vector<Section> read_table(const uint8_t* data, size_t size, const std::str
         crc = checksum(data + kHeaderBytes, table_end - kHeaderBytes, crc);
         STOF_CHECK(crc == load_u32(data + 56), "{}: the section table is damaged (checksum mismatch)", what);
     }
+    STOF_CHECK(load_u32(data + 60) == 0, "{}: the plan header is damaged (reserved bytes 60..63 are not zero)", what);
 
-    std::vector<Section> found(kSectionCount);
+    std::vector<Section> table;
     std::vector<bool> seen(kSectionCount, false);
     for (uint32_t i = 0; i < count; ++i) {
         const uint8_t* e = data + kHeaderBytes + static_cast<uint64_t>(i) * kSectionEntryBytes;
         STOF_CHECK(std::memchr(e, 0, kSectionNameBytes) != nullptr, "{}: the section table is damaged (entry {} has no name)",
                    what, i);
+        STOF_CHECK(load_u32(e + 36) == 0, "{}: the section table is damaged (entry {} has nonzero reserved bytes)", what, i);
         Section s{ascii_field(e, kSectionNameBytes), load_u64(e + 16), load_u64(e + 24), load_u32(e + 32)};
         size_t idx = kSectionCount;
         for (size_t k = 0; k < kSectionCount; ++k)
@@ -357,24 +362,40 @@ std::vector<Section> read_table(const uint8_t* data, size_t size, const std::str
                    "{}: section '{}' is damaged (offset {} is not a {}-byte aligned position after the section table)",
                    what, s.name, s.offset, kSectionAlignment);
         STOF_CHECK(s.offset <= size && s.size <= size - s.offset,
-                   "{}: section '{}' is truncated (it spans bytes {}..{}, the file has {})", what, s.name, s.offset,
-                   s.offset + s.size, size);
+                   "{}: section '{}' is truncated ({} bytes at byte {}, the file has {})", what, s.name, s.size, s.offset,
+                   size);
         seen[idx] = true;
-        found[idx] = s;
+        table.push_back(s);
     }
     for (size_t k = 0; k < kSectionCount; ++k)
         STOF_CHECK(seen[k], "{}: section '{}' is missing", what, kSectionNames[k]);
 
-    std::vector<const Section*> by_offset;
-    for (const Section& s : found) by_offset.push_back(&s);
-    std::sort(by_offset.begin(), by_offset.end(), [](const Section* a, const Section* b) { return a->offset < b->offset; });
-    for (size_t k = 1; k < by_offset.size(); ++k)
-        STOF_CHECK(by_offset[k - 1]->offset + by_offset[k - 1]->size <= by_offset[k]->offset,
-                   "{}: section '{}' is damaged (it overlaps section '{}')", what, by_offset[k]->name,
-                   by_offset[k - 1]->name);
+    // Payloads follow each other in table order with zero padding between them, and the
+    // file ends with the last one: every byte is covered by a checksum or checked here.
+    uint64_t end = table_end;
+    std::string previous = "the section table";
+    for (const Section& s : table) {
+        STOF_CHECK(s.offset >= end, "{}: section '{}' is damaged (it starts at byte {}, before the end of {} at byte {})",
+                   what, s.name, s.offset, previous, end);
+        end = s.offset + s.size;
+        previous = "section '" + s.name + "'";
+    }
+    uint64_t padding = table_end;
+    for (const Section& s : table) {
+        for (uint64_t b = padding; b < s.offset; ++b)
+            STOF_CHECK(data[b] == 0, "{}: the padding before section '{}' is damaged (byte {} is {}, not 0)", what, s.name,
+                       b, data[b]);
+        padding = s.offset + s.size;
+    }
     const uint64_t declared = load_u64(data + 48);
     STOF_CHECK(declared == size, "{}: the file is {} bytes but its header says {} (truncated or extended)", what, size,
                declared);
+    STOF_CHECK(end == size, "{}: {} unexpected bytes after the end of {}", what, size - end, previous);
+
+    std::vector<Section> found(kSectionCount);
+    for (const Section& s : table)
+        for (size_t k = 0; k < kSectionCount; ++k)
+            if (s.name == kSectionNames[k]) found[k] = s;
     return found;
 }
 

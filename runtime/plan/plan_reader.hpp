@@ -1,8 +1,10 @@
 // Reading plan files (layout: stof/plan_format.hpp).
 //
-// Every offset, size, count, enum value and checksum is checked before use,
-// then the plan is checked as a whole with plan::validate. Failures throw
-// stof::Error prefixed with `what` (the file name) and naming the section:
+// Every offset, size, count, enum value and checksum is checked before use, and
+// every byte of the file is covered by a checksum or checked (reserved fields and
+// the padding between sections are zero); then the plan is checked as a whole
+// with plan::validate. Failures throw stof::Error prefixed with `what` (the file
+// name) and naming the section:
 //   "model.stof: section 'schedule' is damaged (checksum mismatch)".
 // A plan of another format version names the stofc that wrote it. No input
 // makes the reader crash or allocate more than a small multiple of its size.

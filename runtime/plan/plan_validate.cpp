@@ -182,7 +182,8 @@ private:
         STOF_CHECK(l.grid[0] <= 0x7fffffffu && l.grid[1] <= 65535 && l.grid[2] <= 65535, "grid {}x{}x{} is too large",
                    l.grid[0], l.grid[1], l.grid[2]);
         for (uint32_t b : l.block) STOF_CHECK(b >= 1, "an empty block");
-        STOF_CHECK(static_cast<uint64_t>(l.block[0]) * l.block[1] * l.block[2] <= 1024 && l.block[2] <= 64,
+        STOF_CHECK(l.block[0] <= 1024 && l.block[1] <= 1024 && l.block[2] <= 64 &&
+                       static_cast<uint64_t>(l.block[0]) * l.block[1] * l.block[2] <= 1024,
                    "block {}x{}x{} has more than 1024 threads", l.block[0], l.block[1], l.block[2]);
         STOF_CHECK(l.shared_bytes <= 256 * 1024, "{} bytes of shared memory", l.shared_bytes);
     }
@@ -267,7 +268,7 @@ private:
         if (a.key_valid != -1) {
             const TensorDesc& kv = tensor(a.key_valid, "key_valid");
             STOF_CHECK(kv.dtype == DType::i64, "key_valid '{}' is {}, not i64 words", kv.name, dtype_name(kv.dtype));
-            inside(a.key_valid, 0, static_cast<i128>(a.batch) * ((a.seq_k + 63) / 64), "key_valid");
+            inside(a.key_valid, 0, static_cast<i128>(a.batch) * ((static_cast<int64_t>(a.seq_k) + 63) / 64), "key_valid");
         }
         if (a.bias != -1) {
             const TensorDesc& bias = tensor(a.bias, "bias");
@@ -289,7 +290,7 @@ private:
         STOF_CHECK(bytes_[k.mask] == static_cast<i128>(k.batch) * k.seq * static_cast<int64_t>(dtype_size(mask.dtype)),
                    "mask '{}' {} does not hold [{}, {}]", mask.name, shape_str(mask.shape), k.batch, k.seq);
         STOF_CHECK(words.dtype == DType::i64, "words '{}' is {}, not i64", words.name, dtype_name(words.dtype));
-        inside(k.words, 0, static_cast<i128>(k.batch) * ((k.seq + 63) / 64), "words");
+        inside(k.words, 0, static_cast<i128>(k.batch) * ((static_cast<int64_t>(k.seq) + 63) / 64), "words");
         writable(k.words, "words");
     }
 

@@ -3,6 +3,7 @@
 #include "stof/error.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace stof {
 
@@ -17,16 +18,17 @@ int64_t find_tile(const SparseMask& m, int32_t p, int32_t tr, int32_t tc) {
 }
 
 // True when bitmap b, used by tile (tr, tc), has no bit set outside the matrix.
+// O(words per tile): a word's in-range bits are its first rows × first columns.
 bool bits_in_range(const SparseMask& m, int32_t b, int32_t tr, int32_t tc) {
     const int32_t ih = std::min(m.tile_m, m.rows - tr * m.tile_m), jw = std::min(m.tile_n, m.cols - tc * m.tile_n);
+    if (ih == m.tile_m && jw == m.tile_n) return true;
     const int32_t wc = m.tile_n / 8;
     const uint64_t* words = m.bitmaps.data() + static_cast<size_t>(b) * m.words_per_tile();
     for (int32_t w = 0; w < m.words_per_tile(); ++w) {
-        uint64_t allowed = 0;
-        for (int32_t r = 0; r < 8; ++r)
-            for (int32_t c = 0; c < 8; ++c)
-                if ((w / wc) * 8 + r < ih && (w % wc) * 8 + c < jw) allowed |= uint64_t{1} << (r * 8 + c);
-        if ((words[w] & ~allowed) != 0) return false;
+        const int32_t nr = std::clamp(ih - (w / wc) * 8, 0, 8), nc = std::clamp(jw - (w % wc) * 8, 0, 8);
+        const uint64_t row_bits = nr == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * nr)) - 1;
+        const uint64_t col_bits = ((uint64_t{1} << nc) - 1) * 0x0101010101010101ull;
+        if ((words[w] & ~(row_bits & col_bits)) != 0) return false;
     }
     return true;
 }
@@ -77,6 +79,8 @@ void SparseMask::validate() const {
     STOF_CHECK(rows >= 0 && cols >= 0, "sparse mask: negative size {}x{}", rows, cols);
     STOF_CHECK(tile_m >= 8 && tile_n >= 8 && tile_m % 8 == 0 && tile_n % 8 == 0 && tile_m <= 256 && tile_n <= 256,
                "sparse mask: tile {}x{} is not a multiple of 8 in 8..256", tile_m, tile_n);
+    STOF_CHECK(rows <= INT32_MAX - tile_m && cols <= INT32_MAX - tile_n, "sparse mask: size {}x{} is too large", rows,
+               cols);
     STOF_CHECK(mask_batch >= 1 && mask_heads >= 1 && static_cast<int64_t>(mask_batch) * mask_heads <= (1 << 20),
                "sparse mask: invalid pattern count {}x{}", mask_batch, mask_heads);
     const size_t trows = static_cast<size_t>(tile_rows());

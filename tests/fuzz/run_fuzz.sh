@@ -1,19 +1,29 @@
 #!/usr/bin/env bash
-# Builds the plan reader fuzzer with clang in its own build directory and runs it
-# for a while on a seed corpus of real plans; fails on any crash or sanitizer report.
-#   run_fuzz.sh SOURCE_DIR BUILD_DIR STOFC OP_CASES_DIR PYTHON [SECONDS]
+# Builds the plan reader fuzzer with clang in its own build directory (a STOF_FUZZ
+# build: stof_core and tests/fuzz only, no CUDA) and runs it for SECONDS on a seed
+# corpus written by make_plan_corpus. Exits non-zero on a crash, a sanitizer report,
+# a failed round trip or an input slower than 10 s; the input is kept in
+# BUILD_DIR/crashes/ and replays with `BUILD_DIR/bin/fuzz_plan_reader FILE`.
+# Inputs that reach new code accumulate in BUILD_DIR/corpus/plan_reader across runs.
+#   run_fuzz.sh SOURCE_DIR BUILD_DIR [SECONDS]     (default 60)
 set -euo pipefail
-src=$1 build=$2 stofc=$3 cases=$4 python=$5 seconds=${6:-60}
-command -v clang++ >/dev/null || { echo "run_fuzz.sh: clang++ not found (tools/setup.sh installs it)"; exit 1; }
+src=$1 build=$2 seconds=${3:-60}
+command -v clang++ >/dev/null || { echo "run_fuzz.sh: clang++ not found (tools/setup.sh installs clang and libclang-rt-14-dev)"; exit 1; }
 cmake -S "$src" -B "$build" -G Ninja -DSTOF_FUZZ=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" --target fuzz_plan_reader
-corpus=$build/corpus
-rm -rf "$corpus" && mkdir -p "$corpus"
-for c in Add_f32_bcast_op13 LayerNormalization_axisneg1_op17 MatMul_weight_init_op13 Gemm_transB_op13 Softmax_default_op13; do
-    [ -f "$cases/$c/model.onnx" ] || continue
-    "$stofc" compile "$cases/$c/model.onnx" -o "$corpus/$c.plan" --offline --arch sm_90 \
-        $(cd "$cases/$c/inputs" && for f in *.npy; do "$python" -c "import numpy as np,sys;s=np.load(sys.argv[1]).shape;print(f'--shape {sys.argv[1][:-4]}='+'x'.join(map(str,s))) if s else None" "$f"; done) >/dev/null 2>&1
-done
-ls "$corpus"/*.plan >/dev/null 2>&1 || { echo "run_fuzz.sh: no seed plans were written"; exit 1; }
-"$build/bin/fuzz_plan_reader" "$corpus" -max_total_time="$seconds" -max_len=65536 -print_final_stats=1 2>&1 | tail -n 25
+cmake --build "$build"
+seeds=$build/corpus/plan_reader_seeds corpus=$build/corpus/plan_reader crashes=$build/crashes
+rm -rf "$seeds"
+mkdir -p "$seeds" "$corpus" "$crashes"
+"$build/bin/make_plan_corpus" "$seeds"
+log=$build/fuzz_plan_reader.log
+echo "run_fuzz.sh: fuzzing the plan reader for $seconds s (log: $log)"
+if "$build/bin/fuzz_plan_reader" "$corpus" "$seeds" -dict="$src/tests/fuzz/plan_reader.dict" \
+        -max_total_time="$seconds" -max_len=32768 -timeout=10 -artifact_prefix="$crashes/" -print_final_stats=1 \
+        >"$log" 2>&1; then
+    grep -E "^(Done|stat::number_of_executed_units|stat::peak_rss_mb)" "$log" || tail -n 5 "$log"
+else
+    tail -n 60 "$log"
+    echo "run_fuzz.sh: the plan reader fuzzer failed; the failing input is in $crashes/"
+    exit 1
+fi

@@ -27,7 +27,7 @@ step() {  # step NAME COMMAND...: run, log to $OUT/NAME.log, time it
 build() {
     nvidia-smi -L
     cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTOF_CUDA_ARCHITECTURES=90 \
-        -DSTOF_PYTHON="$PY" -DSTOF_FUZZ_TESTS=OFF &&
+        -DSTOF_PYTHON="$PY" &&
     cmake --build $BUILD -j"$(nproc)"
 }
 gpu_tests() { $BUILD/bin/stof_tests "[gpu]" --durations yes; }
