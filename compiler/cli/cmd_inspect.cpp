@@ -84,9 +84,14 @@ std::string step_detail(const plan::Plan& p, const plan::Step& s) {
         }
         case plan::StepKind::attention: {
             const plan::AttentionStep& a = s.attention;
+            // name[+byte offset](stride_b,stride_h,stride_s)
+            const auto operand = [&](const plan::AttentionOperand& o) {
+                return fmt::format("{}{}({},{},{})", tensor_name(p, o.tensor), o.byte_offset ? fmt::format("+{}", o.byte_offset) : "",
+                                   o.stride_b, o.stride_h, o.stride_s);
+            };
             return fmt::format("{} = attention(q={}, k={}, v={}) batch={} heads={}/{} seq={}x{} head_dim={} mask {}{}{}",
-                               tensor_name(p, a.o.tensor), tensor_name(p, a.q.tensor), tensor_name(p, a.k.tensor),
-                               tensor_name(p, a.v.tensor), a.batch, a.heads, a.kv_heads, a.seq_q, a.seq_k, a.head_dim, a.mask,
+                               operand(a.o), operand(a.q), operand(a.k), operand(a.v), a.batch, a.heads, a.kv_heads,
+                               a.seq_q, a.seq_k, a.head_dim, a.mask,
                                a.key_valid >= 0 ? " key_valid=" + tensor_name(p, a.key_valid) : "",
                                a.bias >= 0 ? " bias=" + tensor_name(p, a.bias) : "");
         }

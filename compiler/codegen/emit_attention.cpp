@@ -1,9 +1,12 @@
 // SparseAttention on the prebuilt sparse attention kernels (plan::AttentionStep):
 // the keep pattern becomes a plan mask (two-level sparse format), a padding
 // input a KeyValidStep, a bias a [H|1, Sq, Sk] weight broadcast over batch.
+// Operands are read and written where they are, with the strides of their
+// layout (ops/attention_layout.hpp).
 #include "codegen/emitters.hpp"
 #include "codegen/storage.hpp"
 #include "mask/attention_choice.hpp"
+#include "ops/attention_layout.hpp"
 #include "stof/error.hpp"
 #include "stof/sparse_mask.hpp"
 
@@ -21,25 +24,30 @@ bool attention_on_kernels(const ir::Graph& g, const ir::Node& n, const std::stri
 
 void emit_attention(LowerState& st, const ir::Node& n) {
     const ir::Graph& g = st.g;
-    const Shape& qs = g.value(n.inputs[0]).shape;
-    const Shape& ks = g.value(n.inputs[1]).shape;
-    const int64_t B = qs[0], H = qs[1], Sq = qs[2], D = qs[3], Hk = ks[1], Sk = ks[2];
+    const ir::AttentionLayout layout = ir::attention_layout(n);
+    const ir::AttentionHeads heads = ir::attention_heads(n, g.value(n.inputs[0]).shape, g.value(n.inputs[1]).shape, layout);
+    const ir::AttentionDims qd = ir::attention_dims(g.value(n.inputs[0]).shape, layout.q),
+                            kd = ir::attention_dims(g.value(n.inputs[1]).shape, layout.k);
+    const int64_t B = qd.b, H = heads.heads, Sq = qd.s, D = qd.d, Hk = heads.kv_heads, Sk = kd.s;
     const DType dt = float_storage(st.plan.meta.precision);
-    auto operand = [&](ir::ValueId v, int64_t heads, int64_t seq) {
+    // The tensor as it is (all its heads), from its first used head on.
+    auto operand = [&](ir::ValueId v, char l, int64_t head_offset) {
         int32_t t = st.tensor(v);
         if (st.plan.tensors[static_cast<size_t>(t)].dtype != dt) t = emit_convert(st, t, dt);
+        const ir::AttentionStrides s = ir::attention_strides(ir::attention_dims(g.value(v).shape, l), l);
         plan::AttentionOperand o;
         o.tensor = t;
-        o.stride_s = D;
-        o.stride_h = seq * D;
-        o.stride_b = heads * seq * D;
+        o.byte_offset = static_cast<uint64_t>(head_offset * s.h) * dtype_size(dt);
+        o.stride_b = s.b;
+        o.stride_h = s.h;
+        o.stride_s = s.s;
         return o;
     };
     plan::AttentionStep a;
-    a.q = operand(n.inputs[0], H, Sq);
-    a.k = operand(n.inputs[1], Hk, Sk);
-    a.v = operand(n.inputs[2], Hk, Sk);
-    a.o = operand(n.outputs[0], H, Sq);
+    a.q = operand(n.inputs[0], layout.q, heads.offset[0]);
+    a.k = operand(n.inputs[1], layout.k, heads.offset[1]);
+    a.v = operand(n.inputs[2], layout.v, heads.offset[2]);
+    a.o = operand(n.outputs[0], layout.o, 0);
     STOF_CHECK(st.plan.tensors[static_cast<size_t>(a.o.tensor)].dtype == dt, "{}: output is not stored as {}", n.label(),
                dtype_name(dt));
     a.batch = static_cast<int32_t>(B);

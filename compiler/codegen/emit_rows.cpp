@@ -1,4 +1,4 @@
-// Softmax, LayerNormalization and ReduceMean/Sum/Max/Min as row kernels
+// Softmax, LayerNormalization, RMSNorm and ReduceMean/Sum/Max/Min as row kernels
 // (templates/stof/rows.cuh): `rows` independent rows of `len` elements.
 #include "codegen/emitters.hpp"
 #include "codegen/storage.hpp"
@@ -63,7 +63,7 @@ std::pair<int, int> row_config(int64_t len) {
     return {1024, 0};
 }
 
-// Scale/bias of a LayerNormalization, broadcast (numpy rules) to the normalized
+// Scale/bias of a LayerNormalization or RMSNorm, broadcast (numpy rules) to the normalized
 // shape `norm` and flattened to a [numel(norm)] weight tensor.
 std::string column_param(LowerState& st, KernelBuilder& kb, const ir::Node& n, size_t k, const Shape& norm, double fill) {
     const int64_t len = numel(norm);
@@ -108,11 +108,11 @@ void emit_rows(LowerState& st, const ir::Node& n) {
     if (n.op == ir::Op::Softmax) {
         red[static_cast<size_t>(ir::ops::normalize_axis(n.attrs.i("axis", -1), rank, n))] = 1;
         kind = "softmax";
-    } else if (n.op == ir::Op::LayerNormalization) {
+    } else if (n.op == ir::Op::LayerNormalization || n.op == ir::Op::RMSNorm) {
         STOF_CHECK(n.outputs.size() == 1 || st.uses[static_cast<size_t>(n.outputs[1])] + (n.outputs.size() > 2 ? st.uses[static_cast<size_t>(n.outputs[2])] : 0) == 0,
                    "{}: the Mean and InvStdDev outputs are not supported in plans", n.label());
         for (int64_t d = ir::ops::normalize_axis(n.attrs.i("axis", -1), rank, n); d < rank; ++d) red[static_cast<size_t>(d)] = 1;
-        kind = "layernorm";
+        kind = n.op == ir::Op::RMSNorm ? "rmsnorm" : "layernorm";
     } else {
         std::vector<int64_t> axes;
         if (n.inputs.size() > 1 && n.inputs[1] != ir::kNoValue) {
@@ -141,7 +141,8 @@ void emit_rows(LowerState& st, const ir::Node& n) {
         "stof::to_float(p[{1}]); }}\n}};\n",
         c_type(in_d.dtype), geo.index));
     std::string call;
-    if (kind == "softmax" || kind == "layernorm") {
+    const bool per_element = kind == "softmax" || kind == "layernorm" || kind == "rmsnorm";
+    if (per_element) {
         std::string store_body = fmt::format("stof::store(p + ({}), v);", geo.index);
         std::string members = fmt::format("    {}* p;\n", c_type(out_d.dtype));
         std::string init = "Store{" + pout;
@@ -150,13 +151,17 @@ void emit_rows(LowerState& st, const ir::Node& n) {
             members += "    const float* scale;\n    const float* bias;\n";
             store_body = fmt::format("stof::store(p + ({}), fmaf(v, scale[col], bias[col]));", geo.index);
             init += ", " + ps + ", " + pb;
+        } else if (kind == "rmsnorm") {
+            members += "    const float* scale;\n";
+            store_body = fmt::format("stof::store(p + ({}), v * scale[col]);", geo.index);
+            init += ", " + column_param(st, kb, n, 1, geo.reduced, 1.0);
         }
         kb.preamble(fmt::format("struct Store {{\n{}    __device__ void operator()(stof::i64 row, int col, float v) const {{ {} }}\n}};\n",
                                 members, store_body));
         if (kind == "softmax")
             call = fmt::format("stof::softmax_rows<{}, {}>(Load{{{}}}, {}}}, {}LL, {});", block, items, pin, init, geo.rows, geo.len);
         else
-            call = fmt::format("stof::layernorm_rows<{}, {}>(Load{{{}}}, {}}}, {}LL, {}, {});", block, items, pin, init,
+            call = fmt::format("stof::{}_rows<{}, {}>(Load{{{}}}, {}}}, {}LL, {}, {});", kind, block, items, pin, init,
                                geo.rows, geo.len, literal(n.attrs.f("epsilon", 1e-5), Scalar::f));
     } else {
         const int code = kind == "sum" ? 0 : kind == "mean" ? 1 : kind == "max" ? 2 : 3;
@@ -170,7 +175,7 @@ void emit_rows(LowerState& st, const ir::Node& n) {
 
     KernelJob job;
     job.key = fmt::format("{}_{}_r{}_c{}", kind, dtype_name(out_d.dtype), geo.rows, geo.len);
-    const int launch_block = (kind == "softmax" || kind == "layernorm") ? block : (geo.len <= 32 ? 32 : geo.len <= 1024 ? 128 : 256);
+    const int launch_block = per_element ? block : (geo.len <= 32 ? 32 : geo.len <= 1024 ? 128 : 256);
     job.source = kb.source(job.key, fmt::format("__launch_bounds__({})", launch_block), {"stof/common.cuh", "stof/rows.cuh"});
     job.params = kb.params();
     job.launch.args = kb.args();

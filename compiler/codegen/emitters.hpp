@@ -12,7 +12,7 @@ namespace stof::codegen {
 // values, inlining the producers of values marked inlined. (emit_injective.cpp)
 void emit_injective(LowerState& st, ir::ValueId root);
 
-// Softmax, LayerNormalization and Reduce* nodes as row kernels. (emit_rows.cpp)
+// Softmax, LayerNormalization, RMSNorm and Reduce* nodes as row kernels. (emit_rows.cpp)
 void emit_rows(LowerState& st, const ir::Node& n);
 
 // MatMul and Gemm through cuBLASLt, with an optional fused bias and

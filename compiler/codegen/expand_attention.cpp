@@ -1,9 +1,11 @@
 // SparseAttention nodes the kernels cannot run (fp32 plans, other head dims, a
-// bias that varies over batch), rewritten into the ops it stands for:
+// bias that varies over batch), rewritten into the ops it stands for (seq-major
+// operands, ops/attention_layout.hpp, transposed to heads-major first):
 //   s = MatMul(q, Transpose(k)) · scale [+ bias];  s = Where(keep ∧ valid, s, −inf)
 //   p = Softmax(s);  p = Where(IsNaN(p), 0, p)     (rows without a kept key: 0)
 //   o = MatMul(p, v)                                  (k, v repeated over heads for GQA)
 #include "codegen/emitters.hpp"
+#include "ops/attention_layout.hpp"
 
 #include <limits>
 
@@ -69,15 +71,40 @@ ir::Graph expand_attention(const ir::Graph& in, const std::function<bool(const i
             continue;
         }
         Builder b{g, nodes, n.name};
-        const Shape qs = g.value(n.inputs[0]).shape, ks = g.value(n.inputs[1]).shape;
-        const int64_t B = qs[0], H = qs[1], Sq = qs[2], Sk = ks[2];
+        const ir::AttentionLayout layout = ir::attention_layout(n);
+        const ir::AttentionHeads heads =
+            ir::attention_heads(n, g.value(n.inputs[0]).shape, g.value(n.inputs[1]).shape, layout);
         const DType dt = g.value(n.inputs[0]).dtype;
+        ir::Attrs swap_sh;  // [B,S,H,D] <-> [B,H,S,D]
+        swap_sh.set("perm", std::vector<int64_t>{0, 2, 1, 3});
+        // Operand i's used heads, as [B,H,S,D].
+        auto heads_major = [&](int i, char l, int64_t used, const std::string& hint) {
+            ir::ValueId x = n.inputs[static_cast<size_t>(i)];
+            Shape s = g.value(x).shape;
+            const int axis = l == 's' ? 2 : 1;
+            if (heads.offset[i] != 0 || s[static_cast<size_t>(axis)] != used) {
+                auto ints = [&](int64_t v) {
+                    Tensor t(DType::i64, {1});
+                    t.set_i64(0, v);
+                    return g.add_constant(t, n.name + "_" + hint + "_slice");
+                };
+                s[static_cast<size_t>(axis)] = used;
+                x = b.node(ir::Op::Slice, {x, ints(heads.offset[i]), ints(heads.offset[i] + used), ints(axis)}, dt, s,
+                           hint + "_heads");
+            }
+            if (l == 'h') return x;
+            return b.node(ir::Op::Transpose, {x}, dt, {s[0], s[2], s[1], s[3]}, hint, swap_sh);
+        };
+        const ir::ValueId q = heads_major(0, layout.q, heads.heads, "q"), k0 = heads_major(1, layout.k, heads.kv_heads, "k"),
+                          v0 = heads_major(2, layout.v, heads.kv_heads, "v");
+        const Shape qs = g.value(q).shape, ks = g.value(k0).shape;
+        const int64_t B = qs[0], H = qs[1], Sq = qs[2], Sk = ks[2];
         const Shape ss{B, H, Sq, Sk};
         ir::Attrs perm;
         perm.set("perm", std::vector<int64_t>{0, 1, 3, 2});
-        const ir::ValueId k = b.repeat_heads(n.inputs[1], H / ks[1]), v = b.repeat_heads(n.inputs[2], H / ks[1]);
+        const ir::ValueId k = b.repeat_heads(k0, H / ks[1]), v = b.repeat_heads(v0, H / ks[1]);
         const ir::ValueId kt = b.node(ir::Op::Transpose, {k}, dt, {B, H, ks[3], Sk}, "kt", perm);
-        ir::ValueId s = b.node(ir::Op::MatMul, {n.inputs[0], kt}, dt, ss, "scores");
+        ir::ValueId s = b.node(ir::Op::MatMul, {q, kt}, dt, ss, "scores");
         s = b.node(ir::Op::Mul, {s, b.scalar(dt, n.attrs.f("scale", 1.0), "scale")}, dt, ss, "scaled");
         if (n.inputs.size() > 4 && n.inputs[4] != ir::kNoValue) s = b.node(ir::Op::Add, {s, n.inputs[4]}, dt, ss, "biased");
         ir::ValueId keep = n.inputs.size() > 3 ? n.inputs[3] : ir::kNoValue;
@@ -103,7 +130,12 @@ ir::Graph expand_attention(const ir::Graph& in, const std::function<bool(const i
         ir::ValueId p = b.node(ir::Op::Softmax, {s}, dt, ss, "probs", axis);
         const ir::ValueId nan = b.node(ir::Op::IsNaN, {p}, DType::boolean, ss, "empty_rows");
         p = b.node(ir::Op::Where, {nan, b.scalar(dt, 0.0, "zero"), p}, dt, ss, "probs_or_zero");
-        b.node(ir::Op::MatMul, {p, v}, dt, g.value(n.outputs[0]).shape, "out", {}, n.outputs[0]);
+        if (layout.o == 'h') {
+            b.node(ir::Op::MatMul, {p, v}, dt, g.value(n.outputs[0]).shape, "out", {}, n.outputs[0]);
+        } else {
+            const ir::ValueId o = b.node(ir::Op::MatMul, {p, v}, dt, {B, H, Sq, qs[3]}, "out_heads");
+            b.node(ir::Op::Transpose, {o}, dt, g.value(n.outputs[0]).shape, "out", swap_sh, n.outputs[0]);
+        }
     }
     g.nodes = std::move(nodes);
     return g;

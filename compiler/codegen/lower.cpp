@@ -28,7 +28,7 @@ enum class Kind { injective, rows, gemm, direct, attention };
 
 Kind kind_of(const ir::Node& n) {
     switch (n.op) {
-        case Op::Softmax: case Op::LayerNormalization: case Op::ReduceMean: case Op::ReduceSum: case Op::ReduceMax:
+        case Op::Softmax: case Op::LayerNormalization: case Op::RMSNorm: case Op::ReduceMean: case Op::ReduceSum: case Op::ReduceMax:
         case Op::ReduceMin:
             return Kind::rows;
         case Op::MatMul: case Op::Gemm: return Kind::gemm;

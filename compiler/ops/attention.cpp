@@ -4,8 +4,12 @@
 // h reads KV head h / (H / Hk)); keep: bool [Sq,Sk] or [1|B,1|H,Sq,Sk] (absent:
 // all kept); bias: float of the same broadcast forms (absent: none); padding:
 // [B,Sk] integer or bool, nonzero = key valid (absent: all valid).
-// Attributes: scale (float), mask (text describing the pattern, for reports).
+// Attributes: scale (float), mask (text describing the pattern, for reports),
+// layout, heads, kv_heads, head_offsets (ops/attention_layout.hpp: q, k, v and
+// the output may each be [B,S,H,D] instead of the [B,H,S,D] shown here, and
+// q, k, v tensors may hold more heads than used).
 // A query row with no kept key outputs zeros (the kernels' contract).
+#include "ops/attention_layout.hpp"
 #include "ops/op_functions.hpp"
 #include "ops/op_util.hpp"
 #include "stof/error.hpp"
@@ -41,20 +45,31 @@ void check_pattern(const Node& n, const std::vector<InferInput>& in, size_t k, c
 }  // namespace
 
 std::vector<TensorType> infer_SparseAttention(const Node& n, const std::vector<InferInput>& in) {
-    const Shape &q = in[0].shape, &k = in[1].shape, &v = in[2].shape;
-    STOF_CHECK(q.size() == 4 && k.size() == 4 && v.size() == 4, "{}: q, k, v must be rank 4", n.label());
+    const AttentionLayout l = attention_layout(n);
+    STOF_CHECK(in[0].shape.size() == 4 && in[1].shape.size() == 4 && in[2].shape.size() == 4, "{}: q, k, v must be rank 4",
+               n.label());
     STOF_CHECK(is_float(in[0].dtype) && in[1].dtype == in[0].dtype && in[2].dtype == in[0].dtype,
                "{}: q, k, v must share a float dtype", n.label());
-    STOF_CHECK(k[0] == q[0] && v[0] == q[0] && k[1] == v[1] && k[1] >= 1 && q[1] % k[1] == 0 && k[2] == v[2] &&
-                   k[3] == q[3] && v[3] == q[3],
-               "{}: shapes q {} k {} v {} do not form an attention", n.label(), shape_str(q), shape_str(k), shape_str(v));
-    check_pattern(n, in, 3, "keep", q[0], q[1], q[2], k[2]);
-    check_pattern(n, in, 4, "bias", q[0], q[1], q[2], k[2]);
+    AttentionDims q = attention_dims(in[0].shape, l.q), k = attention_dims(in[1].shape, l.k),
+                  v = attention_dims(in[2].shape, l.v);
+    const AttentionHeads hs = attention_heads(n, in[0].shape, in[1].shape, l);
+    const int64_t held[3] = {q.h, k.h, v.h}, used[3] = {hs.heads, hs.kv_heads, hs.kv_heads};
+    for (int i = 0; i < 3; ++i)
+        STOF_CHECK(hs.offset[i] >= 0 && used[i] >= 1 && hs.offset[i] + used[i] <= held[i],
+                   "{}: {} uses heads {}..{} of a tensor with {}", n.label(), "qkv"[i], hs.offset[i],
+                   hs.offset[i] + used[i] - 1, held[i]);
+    q.h = hs.heads;
+    k.h = v.h = hs.kv_heads;
+    STOF_CHECK(k.b == q.b && v.b == q.b && q.h % k.h == 0 && k.s == v.s && k.d == q.d && v.d == q.d,
+               "{}: shapes q {} k {} v {} (layout {}) do not form an attention", n.label(), shape_str(in[0].shape),
+               shape_str(in[1].shape), shape_str(in[2].shape), to_string(l));
+    check_pattern(n, in, 3, "keep", q.b, q.h, q.s, k.s);
+    check_pattern(n, in, 4, "bias", q.b, q.h, q.s, k.s);
     if (in.size() > 3 && in[3].present) STOF_CHECK(in[3].dtype == DType::boolean, "{}: keep must be bool", n.label());
     if (in.size() > 5 && in[5].present)
-        STOF_CHECK(in[5].shape == Shape({q[0], k[2]}) && !is_float(in[5].dtype), "{}: padding must be integer [{},{}]",
-                   n.label(), q[0], k[2]);
-    return {{in[0].dtype, q}};
+        STOF_CHECK(in[5].shape == Shape({q.b, k.s}) && !is_float(in[5].dtype), "{}: padding must be integer [{},{}]",
+                   n.label(), q.b, k.s);
+    return {{in[0].dtype, attention_shape(q, l.o)}};
 }
 
 std::vector<Tensor> eval_SparseAttention(const Node& n, const Inputs& in, const Types& out) {
@@ -62,7 +77,15 @@ std::vector<Tensor> eval_SparseAttention(const Node& n, const Inputs& in, const 
     const Tensor* keep = in.size() > 3 ? in[3] : nullptr;
     const Tensor* bias = in.size() > 4 ? in[4] : nullptr;
     const Tensor* pad = in.size() > 5 ? in[5] : nullptr;
-    const int64_t B = q.shape[0], H = q.shape[1], Sq = q.shape[2], D = q.shape[3], Hk = k.shape[1], Sk = k.shape[2];
+    const AttentionLayout l = attention_layout(n);
+    const AttentionHeads hs = attention_heads(n, q.shape, k.shape, l);
+    const AttentionDims qd = attention_dims(q.shape, l.q), kd = attention_dims(k.shape, l.k);
+    const int64_t B = qd.b, H = hs.heads, Sq = qd.s, D = qd.d, Hk = hs.kv_heads, Sk = kd.s;
+    // Strides of the tensors as they are (all their heads), the used heads' offsets.
+    const AttentionStrides qs = attention_strides(qd, l.q), ks = attention_strides(kd, l.k),
+                           vs = attention_strides(attention_dims(v.shape, l.v), l.v),
+                           os = attention_strides(attention_dims(out[0].shape, l.o), l.o);
+    const int64_t q0 = hs.offset[0] * qs.h, k0 = hs.offset[1] * ks.h, v0 = hs.offset[2] * vs.h;
     const double scale = n.attrs.f("scale", 1.0);
     Tensor r(out[0].dtype, out[0].shape);
     std::vector<double> s(static_cast<size_t>(Sk));
@@ -79,7 +102,7 @@ std::vector<Tensor> eval_SparseAttention(const Node& n, const Inputs& in, const 
                     if (!on) continue;
                     double dot = 0;
                     for (int64_t d = 0; d < D; ++d)
-                        dot += q.get_f64(((b * H + h) * Sq + i) * D + d) * k.get_f64(((b * Hk + hk) * Sk + j) * D + d);
+                        dot += q.get_f64(q0 + b * qs.b + h * qs.h + i * qs.s + d) * k.get_f64(k0 + b * ks.b + hk * ks.h + j * ks.s + d);
                     double x = scale * dot + (bias ? bias->get_f64(pattern_index(bias->shape, b, h, i, j)) : 0.0);
                     s[static_cast<size_t>(j)] = x;
                     mx = std::max(mx, x);
@@ -92,8 +115,8 @@ std::vector<Tensor> eval_SparseAttention(const Node& n, const Inputs& in, const 
                     if (sum > 0)
                         for (int64_t j = 0; j < Sk; ++j)
                             if (kept[static_cast<size_t>(j)])
-                                acc += s[static_cast<size_t>(j)] * v.get_f64(((b * Hk + hk) * Sk + j) * D + d);
-                    r.set_f64(((b * H + h) * Sq + i) * D + d, sum > 0 ? acc / sum : 0.0);
+                                acc += s[static_cast<size_t>(j)] * v.get_f64(v0 + b * vs.b + hk * vs.h + j * vs.s + d);
+                    r.set_f64(b * os.b + h * os.h + i * os.s + d, sum > 0 ? acc / sum : 0.0);
                 }
             }
         }

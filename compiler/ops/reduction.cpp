@@ -1,5 +1,5 @@
 // Reductions and normalisations: ReduceMean/Sum/Max/Min, Softmax,
-// LayerNormalization, CumSum. Accumulation in double.
+// LayerNormalization, RMSNorm, CumSum. Accumulation in double.
 #include "ops/op_functions.hpp"
 #include "ops/op_util.hpp"
 
@@ -144,7 +144,12 @@ std::vector<TensorType> infer_LayerNormalization(const Node& n, const std::vecto
     return out;
 }
 
-std::vector<Tensor> eval_LayerNormalization(const Node& n, const Inputs& in, const Types& out) {
+namespace {
+
+// LayerNormalization (center: subtract the mean) and RMSNorm (center false)
+// over axes [axis, rank): y = (x - mean) / sqrt(var + eps) * scale + bias.
+// Outputs 1 and 2 (LayerNormalization only) are the mean and 1/sqrt(var + eps).
+std::vector<Tensor> normalize(const Node& n, const Inputs& in, const Types& out, bool center) {
     const Tensor& x = *in[0];
     const auto rank = static_cast<int64_t>(x.shape.size());
     const int64_t axis = normalize_axis(n.attrs.i("axis", -1), rank, n);
@@ -162,8 +167,10 @@ std::vector<Tensor> eval_LayerNormalization(const Node& n, const Inputs& in, con
     for (const TensorType& t : out) res.emplace_back(t.dtype, t.shape);
     for (int64_t r = 0; r < rows; ++r) {
         double mean = 0, var = 0;
-        for (int64_t k = 0; k < len; ++k) mean += x.get_f64(r * len + k);
-        mean /= static_cast<double>(len);
+        if (center) {
+            for (int64_t k = 0; k < len; ++k) mean += x.get_f64(r * len + k);
+            mean /= static_cast<double>(len);
+        }
         for (int64_t k = 0; k < len; ++k) {
             const double d = x.get_f64(r * len + k) - mean;
             var += d * d;
@@ -177,6 +184,17 @@ std::vector<Tensor> eval_LayerNormalization(const Node& n, const Inputs& in, con
     }
     return res;
 }
+
+}  // namespace
+
+std::vector<Tensor> eval_LayerNormalization(const Node& n, const Inputs& in, const Types& out) { return normalize(n, in, out, true); }
+
+std::vector<TensorType> infer_RMSNorm(const Node& n, const std::vector<InferInput>& in) {
+    STOF_CHECK(is_float(in[0].dtype), "{}: needs a float input, got {}", n.label(), dtype_name(in[0].dtype));
+    return infer_LayerNormalization(n, in);
+}
+
+std::vector<Tensor> eval_RMSNorm(const Node& n, const Inputs& in, const Types& out) { return normalize(n, in, out, false); }
 
 std::vector<Tensor> eval_CumSum(const Node& n, const Inputs& in, const Types& out) {
     const Tensor& x = *in[0];

@@ -32,6 +32,22 @@ void infer_shapes(ir::Graph& g, const PassOptions& opt);
 // (fold_constants.cpp)
 void fold_constants(ir::Graph& g, const PassOptions& opt);
 
+// Canonicalization: exporters' spellings of common layers → one op each.
+// Spelled-out layer normalisation over the last axis → LayerNormalization.
+// (fuse_layernorm.cpp)
+void fuse_layernorm(ir::Graph& g, const PassOptions& opt);
+
+// Spelled-out RMS normalisation (LLaMA, T5), Cast wrappers included → RMSNorm.
+// (fuse_rmsnorm.cpp)
+void fuse_rmsnorm(ir::Graph& g, const PassOptions& opt);
+
+// Erf and tanh spellings of GELU → Gelu (approximate "none" / "tanh"). (fuse_gelu.cpp)
+void fuse_gelu(ir::Graph& g, const PassOptions& opt);
+
+// Linear layers with constant weights (Gemm, reshaped MatMul, bias Add) →
+// the Add(MatMul(x, W), b) form the GEMM lowering folds into one step. (fuse_linear.cpp)
+void fuse_linear(ir::Graph& g, const PassOptions& opt);
+
 // Scaled dot-product attention subgraphs → SparseAttention, with the mask the
 // model computes (pattern, bias, padding input) and --mask. (fuse_attention.cpp)
 void fuse_attention(ir::Graph& g, const PassOptions& opt);

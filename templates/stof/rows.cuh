@@ -1,11 +1,11 @@
-// Row kernels: softmax, layer normalisation and reductions over `len`
+// Row kernels: softmax, layer / RMS normalisation and reductions over `len`
 // elements of each of `rows` rows. One block of BLOCK threads per row
 // (grid-stride over rows). With ITEMS > 0 a row is held in registers
 // (len <= BLOCK * ITEMS); with ITEMS == 0 rows of any length are streamed.
 //
 // The generated kernel supplies the functors:
 //   float load(i64 row, int col)              the row's element `col`
-//   void store(i64 row, int col, float v)     softmax / layernorm result
+//   void store(i64 row, int col, float v)     softmax / layernorm / rmsnorm result
 //   void store_row(i64 row, float v)          reduction result
 #pragma once
 
@@ -56,9 +56,10 @@ __device__ void softmax_rows(const Load& load, const Store& store, i64 rows, int
     }
 }
 
-// store(row, col, (x - mean) * rsqrt(var + eps)); the functor applies scale and bias.
-template <int BLOCK, int ITEMS, class Load, class Store>
-__device__ void layernorm_rows(const Load& load, const Store& store, i64 rows, int len, float eps) {
+// store(row, col, (x - mean) * rsqrt(var + eps)), with mean = 0 unless CENTER
+// (RMS normalisation); the functor applies scale and bias. Statistics in fp32.
+template <int BLOCK, int ITEMS, bool CENTER, class Load, class Store>
+__device__ void normalize_rows(const Load& load, const Store& store, i64 rows, int len, float eps) {
     static_assert(ITEMS >= 0 && ITEMS <= 64, "ITEMS must be in 0..64");
     __shared__ float scratch[32];
     const float inv_len = 1.0f / static_cast<float>(len);
@@ -72,7 +73,7 @@ __device__ void layernorm_rows(const Load& load, const Store& store, i64 rows, i
                 v[t] = c < len ? load(row, c) : 0.0f;
                 sum += v[t];
             }
-            const float mean = block_sum<BLOCK>(sum, scratch) * inv_len;
+            const float mean = CENTER ? block_sum<BLOCK>(sum, scratch) * inv_len : 0.0f;
             float sq = 0.0f;
 #pragma unroll
             for (int t = 0; t < ITEMS; ++t) {
@@ -87,9 +88,12 @@ __device__ void layernorm_rows(const Load& load, const Store& store, i64 rows, i
                 if (c < len) store(row, c, (v[t] - mean) * rstd);
             }
         } else {
-            float sum = 0.0f;
-            for (int c = threadIdx.x; c < len; c += BLOCK) sum += load(row, c);
-            const float mean = block_sum<BLOCK>(sum, scratch) * inv_len;
+            float mean = 0.0f;
+            if (CENTER) {
+                float sum = 0.0f;
+                for (int c = threadIdx.x; c < len; c += BLOCK) sum += load(row, c);
+                mean = block_sum<BLOCK>(sum, scratch) * inv_len;
+            }
             float sq = 0.0f;
             for (int c = threadIdx.x; c < len; c += BLOCK) {
                 const float d = load(row, c) - mean;
@@ -99,6 +103,18 @@ __device__ void layernorm_rows(const Load& load, const Store& store, i64 rows, i
             for (int c = threadIdx.x; c < len; c += BLOCK) store(row, c, (load(row, c) - mean) * rstd);
         }
     }
+}
+
+// store(row, col, (x - mean) * rsqrt(var + eps)); the functor applies scale and bias.
+template <int BLOCK, int ITEMS, class Load, class Store>
+__device__ void layernorm_rows(const Load& load, const Store& store, i64 rows, int len, float eps) {
+    normalize_rows<BLOCK, ITEMS, true>(load, store, rows, len, eps);
+}
+
+// store(row, col, x * rsqrt(mean(x^2) + eps)); the functor applies the scale.
+template <int BLOCK, int ITEMS, class Load, class Store>
+__device__ void rmsnorm_rows(const Load& load, const Store& store, i64 rows, int len, float eps) {
+    normalize_rows<BLOCK, ITEMS, false>(load, store, rows, len, eps);
 }
 
 // KIND: 0 sum, 1 mean, 2 max, 3 min.

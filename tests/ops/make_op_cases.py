@@ -548,6 +548,32 @@ def chains(d):
                 N("Mul", ["x", "p"], ["m"]), N("Mul", ["m", "half"], ["y"])],
                {"x": d.f(2, 3, 8, scale=2)}, ["y"],
                {"sqrt2": f32(np.sqrt(2.0)), "one": f32(1.0), "half": f32(0.5)})
+    yield Case("Chain_gelu_tanh_op13", "Chain", 13,
+               [N("Mul", ["x", "half"], ["h"]), N("Pow", ["x", "three"], ["p"]), N("Mul", ["p", "cubic"], ["c"]),
+                N("Add", ["x", "c"], ["s"]), N("Mul", ["s", "k"], ["u"]), N("Tanh", ["u"], ["t"]),
+                N("Add", ["t", "one"], ["a"]), N("Mul", ["h", "a"], ["y"])],
+               {"x": d.f(2, 3, 8, scale=2)}, ["y"],
+               {"half": f32(0.5), "three": f32(3.0), "cubic": f32(0.044715), "k": f32(np.sqrt(2 / np.pi)), "one": f32(1.0)})
+    # RMSNorm as LLaMA's exports spell it: dynamo (opset 18) and TorchScript (fp32 Casts, 1 / Sqrt).
+    yield Case("Chain_rmsnorm_op18", "Chain", 18,
+               [N("Pow", ["x", "two"], ["sq"]), N("ReduceMean", ["sq", "axes"], ["ms"]), N("Add", ["ms", "eps"], ["v"]),
+                N("Sqrt", ["v"], ["sd"]), N("Reciprocal", ["sd"], ["r"]), N("Mul", ["x", "r"], ["n"]),
+                N("Mul", ["w", "n"], ["y"])],
+               {"x": d.f(2, 5, 16, scale=2)}, ["y"],
+               {"two": f32(2.0), "axes": i64(-1), "eps": f32(1e-6), "w": d.f(16)}, tol="red")
+    yield Case("Chain_rmsnorm_cast_op17", "Chain", 17,
+               [N("Cast", ["x"], ["xf"], to=onnx.TensorProto.FLOAT), N("Pow", ["xf", "two"], ["sq"]),
+                N("ReduceMean", ["sq"], ["ms"], axes=[-1]), N("Add", ["ms", "eps"], ["v"]), N("Sqrt", ["v"], ["sd"]),
+                N("Div", ["one", "sd"], ["r"]), N("Mul", ["xf", "r"], ["n"]),
+                N("Cast", ["n"], ["nc"], to=onnx.TensorProto.FLOAT), N("Mul", ["w", "nc"], ["y"])],
+               {"x": d.f(2, 5, 16, scale=2)}, ["y"],
+               {"two": f32(2.0), "eps": f32(1e-6), "one": f32(1.0), "w": d.f(16)}, tol="red")
+    # GPT-2's Conv1D: Reshape → Gemm (bias) → Reshape, then an activation for the GEMM epilogue.
+    yield Case("Chain_linear_gemm_relu_op13", "Chain", 13,
+               [N("Reshape", ["x", "flat"], ["x2"]), N("Gemm", ["x2", "w", "b"], ["g"], transB=1, alpha=0.5, beta=2.0),
+                N("Reshape", ["g", "back"], ["l"]), N("Relu", ["l"], ["y"])],
+               {"x": d.f(2, 3, 8)}, ["y"],
+               {"flat": i64(-1, 8), "back": i64(2, 3, 16), "w": d.f(16, 8), "b": d.f(16)}, tol="red")
 
     mask = d.b(2, 1, 4, 6)
     mask[..., 0] = True

@@ -1,8 +1,12 @@
 // fuse-attention: every model in models/ ends with one SparseAttention per layer
 // and no Softmax, with unchanged reference outputs; near-misses stay unfused;
 // --mask is intersected with the model's own mask.
+#include "codegen/emitters.hpp"
+#include "codegen/lower.hpp"
 #include "interp/interpreter.hpp"
 #include "onnx/import.hpp"
+#include "ops/attention_layout.hpp"
+#include "passes/passes.hpp"
 #include "onnx_builder.hpp"
 #include "pipeline.hpp"
 #include "stof/compare.hpp"
@@ -10,6 +14,10 @@
 #include "test_util.hpp"
 
 #include <filesystem>
+#include <functional>
+#include <limits>
+#include <random>
+#include <tuple>
 
 using namespace stof;
 namespace fs = std::filesystem;
@@ -118,6 +126,9 @@ TEST_CASE("a mask option is intersected with the model's mask, per layer range",
     const Tensor a = interpret(plain.g, plain.inputs).at("last_hidden_state");
     const Tensor b = interpret(dense.g, dense.inputs).at("last_hidden_state");
     CHECK(a.bytes == b.bytes);
+    // GPT-2 is causal already: --mask causal changes nothing.
+    const Model causal = load(dir, {"causal"});
+    CHECK(interpret(causal.g, causal.inputs).at("last_hidden_state").bytes == a.bytes);
     test::require_error([&] { load(dir, {"x-2=causal"}); }, "is no layer range");
     test::require_error([&] { load(dir, {"causal|nope"}); }, "nope");
 }
@@ -152,4 +163,285 @@ TEST_CASE("near-misses of attention stay unfused", "[cpu][passes][attention]") {
     PipelineOptions opt;
     opt.pass.masks = {"causal"};
     test::require_error([&] { run_pipeline(g, opt); }, "no attention in the model could be recognised");
+}
+
+// ---- in-place operands, selection masks, the fp32 decomposition -------------
+
+namespace {
+
+// The attention of a small ONNX model on random inputs: the reference
+// interpreter before any rewrite and after the whole pipeline.
+struct BeforeAfter {
+    ir::Graph fused;
+    Tensor before, after;
+};
+
+BeforeAfter before_after(test::OnnxBuilder& b, const TensorMap& feeds) {
+    ir::Graph raw = import_onnx_bytes(b.bytes(), "", "m");
+    passes::bind_inputs(raw, {});
+    passes::infer_shapes(raw, {});
+    BeforeAfter r{import_onnx_bytes(b.bytes(), "", "m"), {}, {}};
+    run_pipeline(r.fused, {});
+    r.fused.verify();
+    r.before = interpret(raw, feeds).at("o");
+    r.after = interpret(r.fused, feeds).at("o");
+    return r;
+}
+
+Tensor scalar_f32(double x) {
+    Tensor t(DType::f32, {});
+    t.set_f64(0, x);
+    return t;
+}
+
+// q [1,2,16,8] · kt [1,2,8,16] · 0.25, masked by `combine` (which names its
+// result "masked"), softmax, · v; a padding input pad [1,16].
+test::OnnxBuilder selection_model(const std::function<void(test::OnnxBuilder&)>& combine) {
+    test::OnnxBuilder b;
+    b.input("q", onnx::TensorProto::FLOAT, {1, 2, 16, 8}).input("kt", onnx::TensorProto::FLOAT, {1, 2, 8, 16});
+    b.input("v", onnx::TensorProto::FLOAT, {1, 2, 16, 8}).input("pad", onnx::TensorProto::INT64, {1, 16});
+    Tensor causal(DType::boolean, {16, 16}), upper(DType::boolean, {16, 16});
+    for (int64_t i = 0; i < 16; ++i)
+        for (int64_t j = 0; j < 16; ++j) {
+            causal.set_i64(i * 16 + j, j <= i);
+            upper.set_i64(i * 16 + j, j > i);
+        }
+    b.initializer("causal", causal).initializer("upper", upper).initializer("quarter", scalar_f32(0.25));
+    b.initializer("neg_inf", scalar_f32(-std::numeric_limits<double>::infinity())).initializer("lowest", scalar_f32(-3.4e38));
+    b.initializer("zero", scalar_f32(0)).initializer("one", scalar_f32(1)).initializer("big", scalar_f32(-1e9));
+    b.initializer("pad_shape", test::ints({1, 1, 1, 16}));
+    b.node("MatMul", {"q", "kt"}, {"s0"});
+    b.node("Mul", {"s0", "quarter"}, {"s"});
+    // pad_term [1,1,1,16]: 0 for valid keys, -1e9 for padded ones.
+    test::set_attr(b.node("Cast", {"pad"}, {"pad_f"}), "to", int64_t{1});
+    b.node("Sub", {"one", "pad_f"}, {"pad_inv"});
+    b.node("Mul", {"pad_inv", "big"}, {"pad_big"});
+    b.node("Reshape", {"pad_big", "pad_shape"}, {"pad_term"});
+    combine(b);
+    b.node("Softmax", {"masked"}, {"p"});
+    b.node("MatMul", {"p", "v"}, {"o"});
+    b.output("o");
+    return b;
+}
+
+TensorMap selection_feeds() {
+    std::mt19937_64 rng(7);
+    TensorMap f;
+    f["q"] = test::random_tensor(DType::f32, {1, 2, 16, 8}, rng);
+    f["kt"] = test::random_tensor(DType::f32, {1, 2, 8, 16}, rng);
+    f["v"] = test::random_tensor(DType::f32, {1, 2, 16, 8}, rng);
+    Tensor pad(DType::i64, {1, 16});
+    for (int64_t j = 0; j < 16; ++j) pad.set_i64(j, j < 12 || j == 14);
+    f["pad"] = pad;
+    return f;
+}
+
+ir::ValueId add_input(ir::Graph& g, const std::string& name, DType dt, const Shape& s) {
+    ir::Value v;
+    v.name = name;
+    v.dtype = dt;
+    v.shape = s;
+    v.shape_known = true;
+    const ir::ValueId id = g.add_value(v);
+    g.inputs.push_back(id);
+    return id;
+}
+
+}  // namespace
+
+TEST_CASE("attention reads q, k, v in place and writes where the head merge reads", "[cpu][passes][attention]") {
+    const fs::path zoo = test::source_dir() + "/models";
+    // Projections [B,S,H·D] read as [B,S,H,D]; the output written as [B,S,H,D]: no Transpose left.
+    for (const char* name : {"bert-torchscript", "bert-dynamo", "gpt2-torchscript", "gpt2-dynamo", "t5-torchscript",
+                             "t5-dynamo", "vit-torchscript", "vit-dynamo"}) {
+        INFO(name);
+        const Model m = load(zoo / name);
+        for (int layer = 0; layer < 2; ++layer) CHECK(attention(m.g, layer).attrs.s("layout", "hhhh") == "ssss");
+        CHECK(count(m.g, ir::Op::Transpose) == (std::string(name).rfind("vit", 0) == 0 ? 1 : 0));  // ViT: patch embedding
+    }
+    // GPT-2: q, k, v are heads 0-1, 2-3, 4-5 of the fused c_attn projection [B,S,3·E].
+    for (const char* name : {"gpt2-torchscript", "gpt2-dynamo"}) {
+        INFO(name);
+        const Model m = load(zoo / name);
+        const ir::Node& a = attention(m.g, 0);
+        CHECK((a.inputs[0] == a.inputs[1] && a.inputs[1] == a.inputs[2]));
+        CHECK(m.g.value(a.inputs[0]).shape == Shape({2, 128, 6, 64}));
+        CHECK(a.attrs.ints("head_offsets") == std::vector<int64_t>{0, 2, 4});
+        CHECK((a.attrs.i("heads", 0) == 2 && a.attrs.i("kv_heads", 0) == 2));
+        CHECK(count(m.g, ir::Op::Split) == 0);
+    }
+    // LLaMA: q and k after the rotary embedding ([B,H,S,D]), k and v with their 2 KV heads
+    // (the grouped-query repeat is gone), v read from its projection.
+    for (const char* name : {"llama-torchscript", "llama-dynamo"}) {
+        INFO(name);
+        const Model m = load(zoo / name);
+        const ir::Node& a = attention(m.g, 1);
+        CHECK(a.attrs.s("layout", "") == "hhss");
+        CHECK(m.g.value(a.inputs[0]).shape == Shape({2, 4, 128, 64}));
+        CHECK(m.g.value(a.inputs[1]).shape == Shape({2, 2, 128, 64}));
+        CHECK(m.g.value(a.inputs[2]).shape == Shape({2, 128, 2, 64}));
+        CHECK(m.g.value(a.outputs[0]).shape == Shape({2, 128, 4, 64}));
+        CHECK(count(m.g, ir::Op::Expand) == 0);
+    }
+}
+
+TEST_CASE("selection masks (Where) and chains of mask nodes are recognised", "[cpu][passes][attention]") {
+    auto check_causal = [](const ir::Graph& g) {
+        REQUIRE(count(g, ir::Op::SparseAttention) == 1);
+        const ir::Node& a = attention(g, 0);
+        REQUIRE(a.inputs.size() == 6);
+        CHECK(a.attrs.f("scale", 0) == 0.25);
+        CHECK(g.value(a.inputs[5]).name == "pad");
+        CHECK(a.inputs[4] == ir::kNoValue);
+        const Tensor& keep = *g.value(a.inputs[3]).data;
+        REQUIRE(keep.numel() == 256);
+        for (int64_t i = 0; i < 16; ++i)
+            for (int64_t j = 0; j < 16; ++j) CHECK((keep.get_i64(i * 16 + j) != 0) == (j <= i));
+    };
+    const TensorMap feeds = selection_feeds();
+    SECTION("Where(causal, s, -inf) + padding") {
+        test::OnnxBuilder b = selection_model([](test::OnnxBuilder& m) {
+            m.node("Where", {"causal", "s", "neg_inf"}, {"w"});
+            m.node("Add", {"w", "pad_term"}, {"masked"});
+        });
+        const BeforeAfter r = before_after(b, feeds);
+        check_causal(r.fused);
+        CHECK(compare(r.after, r.before, 1e-5, 1e-6).ok);
+    }
+    SECTION("padding + Where(upper, lowest, s)") {
+        test::OnnxBuilder b = selection_model([](test::OnnxBuilder& m) {
+            m.node("Add", {"pad_term", "s"}, {"a"});
+            m.node("Where", {"upper", "lowest", "a"}, {"masked"});
+        });
+        const BeforeAfter r = before_after(b, feeds);
+        check_causal(r.fused);
+        CHECK(compare(r.after, r.before, 1e-5, 1e-6).ok);
+    }
+    SECTION("a finite fill is no mask") {
+        test::OnnxBuilder b = selection_model([](test::OnnxBuilder& m) { m.node("Where", {"causal", "s", "zero"}, {"masked"}); });
+        const BeforeAfter r = before_after(b, feeds);
+        CHECK(count(r.fused, ir::Op::SparseAttention) == 0);
+        CHECK(compare(r.after, r.before, 0, 0).ok);
+    }
+    SECTION("a mask that scales the scores is no mask") {
+        test::OnnxBuilder b = selection_model([](test::OnnxBuilder& m) {
+            m.node("Add", {"s", "pad_term"}, {"a"});
+            m.node("Where", {"causal", "a", "a"}, {"masked"});
+        });
+        CHECK(count(before_after(b, feeds).fused, ir::Op::SparseAttention) == 0);
+    }
+    SECTION("a condition computed from the scores is no mask") {
+        test::OnnxBuilder b = selection_model([](test::OnnxBuilder& m) {
+            m.node("Greater", {"s", "zero"}, {"positive"});
+            m.node("Where", {"positive", "s", "neg_inf"}, {"masked"});
+        });
+        CHECK(count(before_after(b, feeds).fused, ir::Op::SparseAttention) == 0);
+    }
+}
+
+TEST_CASE("SparseAttention's reference equals its MatMul/Softmax decomposition (the fp32 plan path)",
+          "[cpu][passes][attention]") {
+    // q [B,S,H,D] (seq-major), k [B,Hk,S,D], v [B,S,Hk,D], o [B,S,H,D]; GQA, a bias,
+    // padding, a pattern with an empty row.
+    const int64_t B = 2, H = 4, Hk = 2, S = 24, D = 8;
+    std::mt19937_64 rng(11);
+    // The last: q, k, v as heads 0-3, 4-5, 6-7 of one [B,S,8,D] tensor.
+    for (const std::string layout : {"hhhh", "shss", "sssh", "ssss/fused"}) {
+        INFO(layout);
+        ir::Graph g;
+        const ir::AttentionLayout l{layout[0], layout[1], layout[2], layout[3]};
+        const bool fused = layout.size() > 4;
+        ir::ValueId q, k, v;
+        if (fused) {
+            q = k = v = add_input(g, "q", DType::f32, {B, S, H + 2 * Hk, D});
+        } else {
+            q = add_input(g, "q", DType::f32, ir::attention_shape({B, H, S, D}, l.q));
+            k = add_input(g, "k", DType::f32, ir::attention_shape({B, Hk, S, D}, l.k));
+            v = add_input(g, "v", DType::f32, ir::attention_shape({B, Hk, S, D}, l.v));
+        }
+        const ir::ValueId pad = add_input(g, "pad", DType::i64, {B, S});
+        Tensor keep(DType::boolean, {1, 1, S, S});
+        for (int64_t i = 0; i < S; ++i)
+            for (int64_t j = 0; j < S; ++j) keep.set_i64(i * S + j, i != 5 && (j <= i || (i + j) % 3 == 0));
+        ir::Node n;
+        n.op = ir::Op::SparseAttention;
+        n.name = "attention";
+        n.inputs = {q, k, v, g.add_constant(keep, "keep"),
+                    g.add_constant(test::random_tensor(DType::f32, {1, H, S, S}, rng), "bias"), pad};
+        n.attrs.set("scale", 0.3);
+        n.attrs.set("layout", layout.substr(0, 4));
+        if (fused) {
+            n.attrs.set("heads", H);
+            n.attrs.set("kv_heads", Hk);
+            n.attrs.set("head_offsets", std::vector<int64_t>{0, H, H + Hk});
+        }
+        ir::Value o;
+        o.name = "o";
+        o.dtype = DType::f32;
+        o.shape = ir::attention_shape({B, H, S, D}, l.o);
+        o.shape_known = true;
+        n.outputs = {g.add_value(o)};
+        g.nodes.push_back(n);
+        g.outputs = {n.outputs[0]};
+        passes::infer_shapes(g, {});
+        g.verify();
+        TensorMap feeds;
+        for (const char* name : {"q", "k", "v"}) {
+            if (g.find_value(name) == ir::kNoValue) continue;
+            const ir::Value& x = g.value(g.find_value(name));
+            feeds[name] = test::random_tensor(DType::f32, x.shape, rng);
+        }
+        Tensor p(DType::i64, {B, S});
+        for (int64_t x = 0; x < B * S; ++x) p.set_i64(x, x % S < S - 3 * (x / S) - 1);
+        feeds["pad"] = p;
+        const Tensor want = interpret(g, feeds).at("o");
+        const ir::Graph expanded = codegen::expand_attention(g, [](const ir::Node&) { return false; });
+        expanded.verify();
+        CHECK(count(expanded, ir::Op::SparseAttention) == 0);
+        const Tensor got = interpret(expanded, feeds).at("o");
+        CHECK(compare(got, want, 1e-5, 1e-6).ok);
+        // Row 5 keeps no key: zeros.
+        const ir::AttentionStrides os = ir::attention_strides({B, H, S, D}, l.o);
+        for (int64_t h = 0; h < H; ++h)
+            for (int64_t d = 0; d < D; ++d) CHECK(want.get_f64(os.b + h * os.h + 5 * os.s + d) == 0.0);
+    }
+}
+
+TEST_CASE("an fp16 plan runs attention on the projections in place: no head split or merge kernels",
+          "[cpu][passes][attention]") {
+    // BERT: q, k, v from three [2,128,128] projections; GPT-2: heads 0-1, 2-3, 4-5 of
+    // one [2,128,384] projection (fp16: 128 bytes a head).
+    for (const auto& [name, width, offsets] :
+         {std::tuple<const char*, int64_t, std::vector<uint64_t>>{"bert-torchscript", 128, {0, 0, 0}},
+          {"gpt2-dynamo", 384, {0, 256, 512}}}) {
+        INFO(name);
+        Model m = load(fs::path(test::source_dir()) / "models" / name, {"sliding:16"});
+        codegen::LowerOptions opt;
+        opt.precision = "fp16";
+        opt.arch = "sm_90";
+        opt.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
+        opt.model = "model.onnx";
+        const plan::Plan p = codegen::lower(m.g, opt);
+        int attention_steps = 0;
+        for (const plan::Step& s : p.steps) {
+            INFO(s.label << " " << s.nodes);
+            CHECK((s.label != "layout" || s.nodes.find("attn") == std::string::npos));
+            if (s.kind != plan::StepKind::attention) continue;
+            ++attention_steps;
+            const plan::AttentionStep& a = s.attention;
+            CHECK((a.heads == 2 && a.kv_heads == 2 && a.seq_q == 128 && a.head_dim == 64));
+            // [B,S,H,D] views: strides (S·width, D, width); the output [2,128,2,64] itself.
+            const plan::AttentionOperand* ops[4] = {&a.q, &a.k, &a.v, &a.o};
+            for (int i = 0; i < 4; ++i) {
+                const int64_t w = i < 3 ? width : 128;
+                CHECK(ops[i]->stride_b == 128 * w);
+                CHECK(ops[i]->stride_h == 64);
+                CHECK(ops[i]->stride_s == w);
+                CHECK(ops[i]->byte_offset == (i < 3 ? offsets[static_cast<size_t>(i)] : 0));
+            }
+            CHECK(a.key_valid >= 0);
+            CHECK(p.masks.at(static_cast<size_t>(a.mask)).spec.find("sliding:16 & padding") != std::string::npos);
+        }
+        CHECK(attention_steps == 2);
+    }
 }
