@@ -44,7 +44,14 @@ void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::No
     if (st.plan.tensors[static_cast<size_t>(gs.b)].dtype != compute) gs.b = emit_convert(st, gs.b, compute);
     const ir::ValueId result = epilogue_nodes.empty() ? n.outputs[0] : epilogue_nodes.back()->outputs[0];
     gs.d = st.tensor(result);
-    const DType out_dtype = st.plan.tensors[static_cast<size_t>(gs.d)].dtype;
+    // A result stored in another type (an fp32 graph output of a 16-bit plan) is
+    // produced in the compute type, then converted into place.
+    const int32_t final_d = gs.d;
+    if (st.plan.tensors[static_cast<size_t>(gs.d)].dtype != compute) {
+        const plan::TensorDesc out = st.plan.tensors[static_cast<size_t>(gs.d)];
+        gs.d = st.add_tensor(out.name + "_" + dtype_name(compute), compute, out.shape, plan::TensorRole::intermediate);
+    }
+    const DType out_dtype = compute;
     const Shape& as = g.value(n.inputs[0]).shape;
     const Shape& bs = g.value(n.inputs[1]).shape;
 
@@ -129,6 +136,7 @@ void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::No
     s.nodes = node_names(nodes);
     s.gemm = gs;
     st.add_step(std::move(s));
+    if (gs.d != final_d) emit_convert_into(st, gs.d, final_d);
 }
 
 }  // namespace stof::codegen

@@ -89,12 +89,12 @@ void emit_injective(LowerState& st, ir::ValueId root) {
 
 namespace {
 
-// A new intermediate `dst` (dtype `to`, shape `shape`) written by one grid-stride
-// kernel: dst[i] = convert(src[index(i)]), `index` a C++ expression of i.
+// `dst` (a new intermediate of dtype `to` and shape `shape` when -1) written by one
+// grid-stride kernel: dst[i] = convert(src[index(i)]), `index` a C++ expression of i.
 int32_t emit_copy_kernel(LowerState& st, int32_t tensor, DType to, const Shape& shape, const std::string& index,
-                         const std::string& name, const std::string& key, const char* label) {
+                         const std::string& name, const std::string& key, const char* label, int32_t dst = -1) {
     const plan::TensorDesc src = st.plan.tensors[static_cast<size_t>(tensor)];
-    const int32_t dst = st.add_tensor(src.name + "_" + name, to, shape, plan::TensorRole::intermediate);
+    if (dst < 0) dst = st.add_tensor(src.name + "_" + name, to, shape, plan::TensorRole::intermediate);
     const int64_t n = numel(shape);
     KernelBuilder kb;
     const std::string po = kb.tensor(dst, to, true), pi = kb.tensor(tensor, src.dtype, false);
@@ -122,6 +122,14 @@ int32_t emit_convert(LowerState& st, int32_t tensor, DType to) {
     return emit_copy_kernel(st, tensor, to, src.shape, "i", dtype_name(to),
                             fmt::format("convert_{}_{}_n{}", dtype_name(src.dtype), dtype_name(to), numel(src.shape)),
                             "elementwise");
+}
+
+void emit_convert_into(LowerState& st, int32_t tensor, int32_t dst) {
+    const plan::TensorDesc src = st.plan.tensors[static_cast<size_t>(tensor)];
+    const DType to = st.plan.tensors[static_cast<size_t>(dst)].dtype;
+    emit_copy_kernel(st, tensor, to, src.shape, "i", dtype_name(to),
+                     fmt::format("convert_{}_{}_n{}", dtype_name(src.dtype), dtype_name(to), numel(src.shape)), "elementwise",
+                     dst);
 }
 
 int32_t emit_broadcast(LowerState& st, int32_t tensor, const Shape& shape) {

@@ -34,6 +34,8 @@ void emit_direct(LowerState& st, const ir::Node& n);
 // A new arena tensor holding `tensor` converted to `to`, written by a kernel
 // appended now. (emit_injective.cpp)
 int32_t emit_convert(LowerState& st, int32_t tensor, DType to);
+// Appends a kernel writing `tensor` converted into the existing tensor `dst` (same shape).
+void emit_convert_into(LowerState& st, int32_t tensor, int32_t dst);
 // Copies tensor broadcast (numpy rules) to `shape` into a new intermediate; returns it.
 int32_t emit_broadcast(LowerState& st, int32_t tensor, const Shape& shape);
 

@@ -9,6 +9,7 @@ through stof-run against onnxruntime's outputs.
 """
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -34,7 +35,7 @@ def check(case, a):
     cmds = [cmd]
     if a.mode == "run":
         cmds.append([a.stof_run, plan, "--inputs-dir", case / "inputs", "--expect-dir", case / "expected",
-                     "--rtol", "1e-3", "--atol", "1e-4"])
+                     "--rtol", str(a.rtol), "--atol", str(a.atol)])
     for c in cmds:
         r = subprocess.run([str(x) for x in c], capture_output=True, text=True)
         if r.returncode != 0:
@@ -51,6 +52,9 @@ def main():
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--precision", default="fp32")
+    ap.add_argument("--rtol", type=float, default=1e-3)
+    ap.add_argument("--atol", type=float, default=1e-4)
+    ap.add_argument("--only", default="", help="regular expression: run only the cases whose name matches")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count())
     a = ap.parse_args()
     if a.mode == "run" and (shutil.which("nvidia-smi") is None or
@@ -58,7 +62,7 @@ def main():
         print("STOF-SKIP: no GPU on this machine")
         return
     a.work.mkdir(parents=True, exist_ok=True)
-    cases = sorted(d for d in a.cases.iterdir() if (d / "model.onnx").exists())
+    cases = sorted(d for d in a.cases.iterdir() if (d / "model.onnx").exists() and re.search(a.only, d.name))
     if not cases:
         sys.exit(f"no cases in {a.cases}")
     with ThreadPoolExecutor(a.jobs) as pool:
