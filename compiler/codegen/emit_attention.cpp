@@ -86,18 +86,23 @@ void emit_attention(LowerState& st, const ir::Node& n) {
                  n.attrs.s("mask", "dense"), stats.density, stats.empty_tiles, stats.full_tiles, stats.partial_tiles,
                  choice.kernel, choice.reason);
 
-    // Padding: packed into validity words every run.
+    // Padding: packed into validity words once per run, shared by every attention reading the same input.
     if (n.inputs.size() > 5 && n.inputs[5] != ir::kNoValue) {
-        plan::Step kv;
-        kv.kind = plan::StepKind::key_valid;
-        kv.label = "key_valid";
-        kv.nodes = n.name;
-        kv.key_valid.mask = st.tensor(n.inputs[5]);
-        kv.key_valid.words = st.add_tensor(n.name + "_key_valid", DType::i64, {B, (Sk + 63) / 64}, plan::TensorRole::intermediate);
-        kv.key_valid.batch = static_cast<int32_t>(B);
-        kv.key_valid.seq = static_cast<int32_t>(Sk);
-        a.key_valid = kv.key_valid.words;
-        st.add_step(std::move(kv));
+        auto [it, fresh] = st.key_valid_words.try_emplace(n.inputs[5], -1);
+        if (fresh) {
+            plan::Step kv;
+            kv.kind = plan::StepKind::key_valid;
+            kv.label = "key_valid";
+            kv.nodes = n.name;
+            kv.key_valid.mask = st.tensor(n.inputs[5]);
+            kv.key_valid.words =
+                st.add_tensor(g.value(n.inputs[5]).name + "_key_valid", DType::i64, {B, (Sk + 63) / 64}, plan::TensorRole::intermediate);
+            kv.key_valid.batch = static_cast<int32_t>(B);
+            kv.key_valid.seq = static_cast<int32_t>(Sk);
+            it->second = kv.key_valid.words;
+            st.add_step(std::move(kv));
+        }
+        a.key_valid = it->second;
     }
     // Bias: [1, 1|H, Sq, Sk] (or [Sq, Sk]) stored as [1|H, Sq, Sk] in the attention dtype.
     if (n.inputs.size() > 4 && n.inputs[4] != ir::kNoValue) {

@@ -76,7 +76,7 @@ void emit_conv(LowerState& st, const ir::Node& n) {
 
 void emit_conv_transpose(LowerState& st, const ir::Node& n) {
     const ir::Graph& g = st.g;
-    const ir::ops::ConvTGeom c = ir::ops::conv_transpose_geometry(n, g.value(n.inputs[0]).shape, g.value(n.inputs[1]).shape);
+    const ir::ops::ConvGeom c = ir::ops::conv_transpose_geometry(n, g.value(n.inputs[0]).shape, g.value(n.inputs[1]).shape);
     const int32_t out = st.tensor(n.outputs[0]);
     const plan::TensorDesc& od = st.plan.tensors[static_cast<size_t>(out)];
     KernelBuilder kb;

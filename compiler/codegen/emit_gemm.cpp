@@ -51,7 +51,6 @@ void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::No
         const plan::TensorDesc out = st.plan.tensors[static_cast<size_t>(gs.d)];
         gs.d = st.add_tensor(out.name + "_" + dtype_name(compute), compute, out.shape, plan::TensorRole::intermediate);
     }
-    const DType out_dtype = compute;
     const Shape& as = g.value(n.inputs[0]).shape;
     const Shape& bs = g.value(n.inputs[1]).shape;
 
@@ -92,7 +91,7 @@ void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::No
             if (row_vector && c.data) {
                 Tensor bias(DType::f32, {gs.n});
                 for (int64_t i = 0; i < gs.n; ++i) bias.set_f64(i, beta * c.data->get_f64(numel(c.shape) == 1 ? 0 : i));
-                gs.bias = st.add_weight(cast(bias, out_dtype), n.name + "_bias");
+                gs.bias = st.add_weight(cast(bias, compute), n.name + "_bias");
                 gs.epilogue = plan::Epilogue::bias;
             } else if (c.data) {  // a constant C of another broadcastable shape: stored as [m, n]
                 Tensor full(DType::f32, {gs.m, gs.n});
@@ -100,14 +99,14 @@ void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::No
                 for (int64_t i = 0; i < gs.m; ++i)
                     for (int64_t j = 0; j < gs.n; ++j)
                         full.set_f64(i * gs.n + j, c.data->get_f64((cs[0] == 1 ? 0 : i) * cs[1] + (cs[1] == 1 ? 0 : j)));
-                gs.c = st.add_weight(cast(full, out_dtype), n.name + "_c");
+                gs.c = st.add_weight(cast(full, compute), n.name + "_c");
                 gs.ldc = gs.n;
                 gs.beta = beta;
             } else {
                 STOF_CHECK(c.shape == Shape({gs.m, gs.n}), "{}: C of shape {} must be [{}] or [{},{}] in a plan", n.label(),
                            shape_str(c.shape), gs.n, gs.m, gs.n);
                 gs.c = st.tensor(n.inputs[2]);
-                if (st.plan.tensors[static_cast<size_t>(gs.c)].dtype != out_dtype) gs.c = emit_convert(st, gs.c, out_dtype);
+                if (st.plan.tensors[static_cast<size_t>(gs.c)].dtype != compute) gs.c = emit_convert(st, gs.c, compute);
                 gs.ldc = gs.n;
                 gs.beta = beta;
             }
@@ -122,7 +121,7 @@ void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::No
             Tensor bias(DType::f32, {gs.n});
             const Tensor& src = *g.value(bias_v).data;
             for (int64_t i = 0; i < gs.n; ++i) bias.set_f64(i, src.get_f64(src.numel() == 1 ? 0 : i));
-            gs.bias = st.add_weight(cast(bias, out_dtype), e->name + "_bias");
+            gs.bias = st.add_weight(cast(bias, compute), e->name + "_bias");
             gs.epilogue = plan::Epilogue::bias;
         } else if (e->op == ir::Op::Relu) {
             gs.epilogue = gs.epilogue == plan::Epilogue::bias ? plan::Epilogue::bias_relu : plan::Epilogue::relu;

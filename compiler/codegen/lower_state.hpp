@@ -5,6 +5,7 @@
 #include "ir/graph.hpp"
 #include "stof/plan.hpp"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct LowerState {
     std::vector<int> uses;            // value id → node inputs + graph outputs reading it
     std::vector<int> producer;        // value id → index of its node, -1 for inputs and constants
     std::vector<KernelJob> jobs;      // kernels of the launch steps, in step order
+    std::map<ir::ValueId, int32_t> key_valid_words;  // padding input → its packed validity words
 
     LowerState(const ir::Graph& graph, plan::Plan& p, std::string target_arch);
 

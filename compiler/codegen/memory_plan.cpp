@@ -7,25 +7,6 @@
 
 namespace stof::codegen {
 
-std::vector<int32_t> step_tensors(const plan::Step& s) {
-    std::vector<int32_t> t;
-    switch (s.kind) {
-        case plan::StepKind::launch:
-            for (const plan::Arg& a : s.launch.args)
-                if (a.kind == plan::ParamKind::pointer) t.push_back(a.tensor);
-            break;
-        case plan::StepKind::gemm: t = {s.gemm.a, s.gemm.b, s.gemm.c, s.gemm.d, s.gemm.bias}; break;
-        case plan::StepKind::attention:
-            t = {s.attention.q.tensor, s.attention.k.tensor, s.attention.v.tensor, s.attention.o.tensor,
-                 s.attention.key_valid, s.attention.bias};
-            break;
-        case plan::StepKind::key_valid: t = {s.key_valid.mask, s.key_valid.words}; break;
-        case plan::StepKind::copy: t = {s.copy.src, s.copy.dst}; break;
-    }
-    t.erase(std::remove(t.begin(), t.end(), -1), t.end());
-    return t;
-}
-
 namespace {
 uint64_t align(uint64_t x) { return (x + plan::kAlignment - 1) / plan::kAlignment * plan::kAlignment; }
 }  // namespace
@@ -39,7 +20,7 @@ void plan_memory(plan::Plan& p, const std::vector<int32_t>& alias_of) {
     constexpr int kNever = std::numeric_limits<int>::max();
     std::vector<int> first(n, kNever), last(n, -1);
     for (size_t i = 0; i < p.steps.size(); ++i)
-        for (int32_t t : step_tensors(p.steps[i])) {
+        for (int32_t t : plan::step_tensors(p.steps[i])) {
             const auto b = static_cast<size_t>(base_of(t));
             first[b] = std::min(first[b], static_cast<int>(i));
             last[b] = std::max(last[b], static_cast<int>(i));

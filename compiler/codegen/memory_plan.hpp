@@ -7,9 +7,6 @@
 
 namespace stof::codegen {
 
-// Tensors a step reads or writes (plan tensor indices).
-std::vector<int32_t> step_tensors(const plan::Step& s);
-
 // Inputs and outputs get their own ranges (alive for the whole run); every
 // other arena tensor is placed by liveness over the step list, largest first,
 // at the lowest offset free for its lifetime. alias_of[t] >= 0 makes t share

@@ -4,6 +4,30 @@
 
 namespace stof::ir::ops {
 
+namespace {
+
+// The spatial fields of g from per-axis vectors of 1 or 2 entries (pads: begins, then ends).
+void set_spatial(ConvGeom& g, const std::vector<int64_t>& in, const std::vector<int64_t>& ks,
+                 const std::vector<int64_t>& out, const std::vector<int64_t>& strides, const std::vector<int64_t>& dil,
+                 const std::vector<int64_t>& pads) {
+    const size_t sp = in.size();
+    const bool two = sp == 2;
+    g.h = two ? in[0] : 1;
+    g.w = in[sp - 1];
+    g.kh = two ? ks[0] : 1;
+    g.kw = ks[sp - 1];
+    g.oh = two ? out[0] : 1;
+    g.ow = out[sp - 1];
+    g.sh = two ? strides[0] : 1;
+    g.sw = strides[sp - 1];
+    g.dh = two ? dil[0] : 1;
+    g.dw = dil[sp - 1];
+    g.pt = two ? pads[0] : 0;
+    g.pl = pads[sp - 1];
+}
+
+}  // namespace
+
 ConvGeom conv_geometry(const Node& n, const Shape& x, const Shape& wt) {
     const size_t sp = x.size() - 2;
     STOF_CHECK((x.size() == 3 || x.size() == 4) && wt.size() == x.size(),
@@ -43,28 +67,16 @@ ConvGeom conv_geometry(const Node& n, const Shape& x, const Shape& wt) {
         outs[d] = (in_sp[d] + pads[d] + pads[d + sp] - dil[d] * (ks[d] - 1) - 1) / strides[d] + 1;
         STOF_CHECK(outs[d] > 0, "{}: the kernel does not fit the padded input", n.label());
     }
-    const bool two = sp == 2;
-    g.h = two ? in_sp[0] : 1;
-    g.w = in_sp[sp - 1];
-    g.kh = two ? ks[0] : 1;
-    g.kw = ks[sp - 1];
-    g.oh = two ? outs[0] : 1;
-    g.ow = outs[sp - 1];
-    g.sh = two ? strides[0] : 1;
-    g.sw = strides[sp - 1];
-    g.dh = two ? dil[0] : 1;
-    g.dw = dil[sp - 1];
-    g.pt = two ? pads[0] : 0;
-    g.pl = pads[sp - 1];
+    set_spatial(g, in_sp, ks, outs, strides, dil, pads);
     return g;
 }
 
-ConvTGeom conv_transpose_geometry(const Node& n, const Shape& x, const Shape& wt) {
+ConvGeom conv_transpose_geometry(const Node& n, const Shape& x, const Shape& wt) {
     const size_t sp = x.size() - 2;
     STOF_CHECK((x.size() == 3 || x.size() == 4) && wt.size() == x.size(),
                "{}: only 1-D and 2-D transposed convolutions are supported (input {}, weight {})", n.label(),
                shape_str(x), shape_str(wt));
-    ConvTGeom g{};
+    ConvGeom g{};
     g.batch = x[0];
     g.cin = x[1];
     g.group = n.attrs.i("group", 1);
@@ -87,19 +99,7 @@ ConvTGeom conv_transpose_geometry(const Node& n, const Shape& x, const Shape& wt
         outs[d] = strides[d] * (in_sp[d] - 1) + outpad[d] + ((ks[d] - 1) * dil[d] + 1) - pads[d] - pads[d + sp];
         STOF_CHECK(outs[d] > 0, "{}: output size {} along axis {} is not positive", n.label(), outs[d], d);
     }
-    const bool two = sp == 2;
-    g.h = two ? in_sp[0] : 1;
-    g.w = in_sp[sp - 1];
-    g.kh = two ? ks[0] : 1;
-    g.kw = ks[sp - 1];
-    g.oh = two ? outs[0] : 1;
-    g.ow = outs[sp - 1];
-    g.sh = two ? strides[0] : 1;
-    g.sw = strides[sp - 1];
-    g.dh = two ? dil[0] : 1;
-    g.dw = dil[sp - 1];
-    g.pt = two ? pads[0] : 0;
-    g.pl = pads[sp - 1];
+    set_spatial(g, in_sp, ks, outs, strides, dil, pads);
     return g;
 }
 

@@ -104,14 +104,22 @@ std::vector<Tensor> eval_Gemm(const Node& n, const Inputs& in, const Types& out)
     return {from_f32(c, out[0].dtype, out[0].shape)};
 }
 
-std::vector<TensorType> infer_Conv(const Node& n, const std::vector<InferInput>& in) {
-    const ConvGeom g = conv_geometry(n, in[0].shape, in[1].shape);
+namespace {
+
+// [batch, cout, (oh,) ow] of a (transposed) convolution; checks the optional bias.
+std::vector<TensorType> conv_output(const Node& n, const std::vector<InferInput>& in, const ConvGeom& g) {
     if (in.size() > 2 && in[2].present)
         STOF_CHECK(in[2].shape == Shape{g.cout}, "{}: bias must be [{}], got {}", n.label(), g.cout, shape_str(in[2].shape));
     Shape out{g.batch, g.cout};
     if (in[0].shape.size() == 4) out.push_back(g.oh);
     out.push_back(g.ow);
     return {{in[0].dtype, out}};
+}
+
+}  // namespace
+
+std::vector<TensorType> infer_Conv(const Node& n, const std::vector<InferInput>& in) {
+    return conv_output(n, in, conv_geometry(n, in[0].shape, in[1].shape));
 }
 
 std::vector<Tensor> eval_Conv(const Node& n, const Inputs& in, const Types& out) {
@@ -145,23 +153,13 @@ std::vector<Tensor> eval_Conv(const Node& n, const Inputs& in, const Types& out)
     return {from_f32(y, out[0].dtype, out[0].shape)};
 }
 
-}  // namespace stof::ir::ops
-
-namespace stof::ir::ops {
-
 std::vector<TensorType> infer_ConvTranspose(const Node& n, const std::vector<InferInput>& in) {
-    const ConvTGeom g = conv_transpose_geometry(n, in[0].shape, in[1].shape);
-    if (in.size() > 2 && in[2].present)
-        STOF_CHECK(in[2].shape == Shape{g.cout}, "{}: bias must be [{}], got {}", n.label(), g.cout, shape_str(in[2].shape));
-    Shape out{g.batch, g.cout};
-    if (in[0].shape.size() == 4) out.push_back(g.oh);
-    out.push_back(g.ow);
-    return {{in[0].dtype, out}};
+    return conv_output(n, in, conv_transpose_geometry(n, in[0].shape, in[1].shape));
 }
 
 std::vector<Tensor> eval_ConvTranspose(const Node& n, const std::vector<const Tensor*>& in,
                                        const std::vector<TensorType>& out) {
-    const ConvTGeom g = conv_transpose_geometry(n, in[0]->shape, in[1]->shape);
+    const ConvGeom g = conv_transpose_geometry(n, in[0]->shape, in[1]->shape);
     const std::vector<float> x = to_f32(*in[0]), w = to_f32(*in[1]);
     std::vector<float> y(static_cast<size_t>(numel(out[0].shape)), 0.0f);
     const int64_t cin_g = g.cin / g.group, cout_g = g.cout / g.group;

@@ -48,6 +48,10 @@ Geometry make_geometry(const DenseMaskInput& in, int32_t tile_m, int32_t tile_n)
     return g;
 }
 
+size_t row_ptr_bytes(const Geometry& g) {
+    return static_cast<size_t>(g.mask_batch) * g.mask_heads * (g.tile_rows + 1) * sizeof(int32_t);
+}
+
 struct Workspace {
     uint64_t *flags, *offsets, *words;
     void* scan;
@@ -185,7 +189,7 @@ cudaError_t mask_convert_sizes(const DenseMaskInput& in, int32_t tile_m, int32_t
     s.tile_cols = g.tile_cols;
     s.words_per_tile = g.words_per_tile;
     s.tiles = g.tiles;
-    s.row_ptr_bytes = static_cast<size_t>(s.mask_batch) * s.mask_heads * (g.tile_rows + 1) * sizeof(int32_t);
+    s.row_ptr_bytes = row_ptr_bytes(g);
     s.col_idx_bytes = static_cast<size_t>(g.tiles) * sizeof(int32_t);
     s.bitmap_idx_bytes = s.col_idx_bytes;
     s.bitmaps_bytes = static_cast<size_t>(g.tiles) * g.words_per_tile * sizeof(uint64_t);
@@ -204,8 +208,7 @@ cudaError_t convert_dense_mask(const DenseMaskInput& in, int32_t tile_m, int32_t
     const Geometry g = make_geometry(in, tile_m, tile_n);
     if (g.tiles == 0) {
         // No tiles (rows or cols is 0): every row_ptr entry and both counts are 0.
-        const size_t row_ptr_bytes = static_cast<size_t>(g.mask_batch) * g.mask_heads * (g.tile_rows + 1) * sizeof(int32_t);
-        STOF_CUDA_TRY(cudaMemsetAsync(out.row_ptr, 0, row_ptr_bytes, stream));
+        STOF_CUDA_TRY(cudaMemsetAsync(out.row_ptr, 0, row_ptr_bytes(g), stream));
         STOF_CUDA_TRY(cudaMemsetAsync(out.counts, 0, 2 * sizeof(int32_t), stream));
         return cudaSuccess;
     }

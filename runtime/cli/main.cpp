@@ -69,26 +69,6 @@ double median(std::vector<double> v) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Tensors a step reads or writes, in argument order.
-std::vector<int32_t> step_tensors(const stof::plan::Step& s) {
-    using stof::plan::StepKind;
-    switch (s.kind) {
-        case StepKind::launch: {
-            std::vector<int32_t> t;
-            for (const stof::plan::Arg& a : s.launch.args)
-                if (a.kind == stof::plan::ParamKind::pointer) t.push_back(a.tensor);
-            return t;
-        }
-        case StepKind::gemm: return {s.gemm.a, s.gemm.b, s.gemm.c, s.gemm.bias, s.gemm.d};
-        case StepKind::attention:
-            return {s.attention.q.tensor, s.attention.k.tensor, s.attention.v.tensor, s.attention.key_valid,
-                    s.attention.bias, s.attention.o.tensor};
-        case StepKind::key_valid: return {s.key_valid.mask, s.key_valid.words};
-        case StepKind::copy: return {s.copy.src, s.copy.dst};
-    }
-    return {};
-}
-
 // Runs step by step; each intermediate and output tensor is written to
 // DIR/<name>.npy right after the first step that touches it (its producer).
 void run_dumping(stof::Runtime& rt, const std::string& dir) {
@@ -97,8 +77,8 @@ void run_dumping(stof::Runtime& rt, const std::string& dir) {
     std::vector<bool> done(p.tensors.size(), false);
     std::string order;  // DIR/order.txt: "<step> <name>" per line, in step order
     rt.run_traced([&](size_t i) {
-        for (int32_t t : step_tensors(p.steps[i])) {
-            if (t < 0 || done[static_cast<size_t>(t)]) continue;
+        for (int32_t t : stof::plan::step_tensors(p.steps[i])) {
+            if (done[static_cast<size_t>(t)]) continue;
             done[static_cast<size_t>(t)] = true;
             const stof::plan::TensorDesc& d = p.tensors[static_cast<size_t>(t)];
             if (d.role == stof::plan::TensorRole::weight || d.role == stof::plan::TensorRole::input) continue;

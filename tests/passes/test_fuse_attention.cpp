@@ -14,6 +14,7 @@
 #include "test_util.hpp"
 
 #include <filesystem>
+#include <set>
 #include <functional>
 #include <limits>
 #include <random>
@@ -422,9 +423,11 @@ TEST_CASE("an fp16 plan runs attention on the projections in place: no head spli
         opt.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
         opt.model = "model.onnx";
         const plan::Plan p = codegen::lower(m.g, opt);
-        int attention_steps = 0;
+        int attention_steps = 0, key_valid_steps = 0;
+        std::set<int32_t> words;
         for (const plan::Step& s : p.steps) {
             INFO(s.label << " " << s.nodes);
+            key_valid_steps += s.kind == plan::StepKind::key_valid;
             CHECK((s.label != "layout" || s.nodes.find("attn") == std::string::npos));
             if (s.kind != plan::StepKind::attention) continue;
             ++attention_steps;
@@ -440,8 +443,12 @@ TEST_CASE("an fp16 plan runs attention on the projections in place: no head spli
                 CHECK(ops[i]->byte_offset == (i < 3 ? offsets[static_cast<size_t>(i)] : 0));
             }
             CHECK(a.key_valid >= 0);
+            words.insert(a.key_valid);
             CHECK(p.masks.at(static_cast<size_t>(a.mask)).spec.find("sliding:16 & padding") != std::string::npos);
         }
         CHECK(attention_steps == 2);
+        // One padding input: packed once, read by both layers.
+        CHECK(key_valid_steps == 1);
+        CHECK(words.size() == 1);
     }
 }

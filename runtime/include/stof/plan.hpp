@@ -153,6 +153,9 @@ struct Plan {
     std::vector<uint8_t> weights;  // contents of the weights buffer
 };
 
+// The tensors step s reads or writes (absent optional ones left out), in no particular order.
+std::vector<int32_t> step_tensors(const Step& s);
+
 // "launch", "gemm", "attention", "key_valid", "copy" and "none", "bias", "gelu", ...
 const char* step_kind_name(StepKind k);
 const char* epilogue_name(Epilogue e);

@@ -1,0 +1,26 @@
+#include "stof/plan.hpp"
+
+#include <algorithm>
+
+namespace stof::plan {
+
+std::vector<int32_t> step_tensors(const Step& s) {
+    std::vector<int32_t> t;
+    switch (s.kind) {
+        case StepKind::launch:
+            for (const Arg& a : s.launch.args)
+                if (a.kind == ParamKind::pointer) t.push_back(a.tensor);
+            break;
+        case StepKind::gemm: t = {s.gemm.a, s.gemm.b, s.gemm.c, s.gemm.d, s.gemm.bias}; break;
+        case StepKind::attention:
+            t = {s.attention.q.tensor, s.attention.k.tensor, s.attention.v.tensor, s.attention.o.tensor,
+                 s.attention.key_valid, s.attention.bias};
+            break;
+        case StepKind::key_valid: t = {s.key_valid.mask, s.key_valid.words}; break;
+        case StepKind::copy: t = {s.copy.src, s.copy.dst}; break;
+    }
+    t.erase(std::remove(t.begin(), t.end(), -1), t.end());
+    return t;
+}
+
+}  // namespace stof::plan
