@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/setup.sh — installs everything stofc needs to build and test, idempotently.
 #
-#   tools/setup.sh            Debian/Ubuntu packages, .venv with onnx, onnxruntime, numpy,
+#   tools/setup.sh            Debian/Ubuntu packages, .venv with onnx, onnxruntime, numpy, onnxscript,
 #                             and the third-party test models in ~/.cache/stofc/thirdparty
 #
 # Needs the CUDA toolkit (nvcc, NVRTC, cuBLAS) at $CUDA_HOME, /usr/local/cuda or on PATH.
@@ -68,3 +68,5 @@ say "python environment: $venv"
 # --- third-party ONNX exports used by the tests ---------------------------------
 "$root/tools/thirdparty/fetch.sh" "$HOME/.cache/stofc/thirdparty" "$venv/bin/python" | sed 's/^/setup: /' \
   || die "could not fetch the third-party test models (tools/thirdparty/fetch.sh)"
+"$venv/bin/python" "$root/tools/thirdparty/onnxscript_models.py" "$HOME/.cache/stofc/thirdparty" | sed 's/^/setup: /' \
+  || die "could not build the onnxscript test models (tools/thirdparty/onnxscript_models.py)"

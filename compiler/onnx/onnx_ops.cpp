@@ -20,10 +20,15 @@ void axes_attr_to_input(ImportContext& c, ir::Node& n) {
     n.inputs.push_back(c.graph.add_constant(std::move(t), n.name + "_axes"));
 }
 
-void cast_to_dtype(ImportContext&, ir::Node& n) {
+// saturate only matters for float8 targets, which the IR does not have.
+void drop_saturate(ImportContext&, ir::Node& n) {
+    if (n.attrs.has("saturate")) n.attrs.erase("saturate");
+}
+
+void cast_to_dtype(ImportContext& c, ir::Node& n) {
     STOF_CHECK(n.attrs.has("to"), "{}: missing attribute 'to'", n.label());
     n.attrs.set("to", static_cast<int64_t>(dtype_from_onnx(static_cast<int32_t>(n.attrs.i("to", 0)), n.label())));
-    if (n.attrs.has("saturate")) n.attrs.erase("saturate");
+    drop_saturate(c, n);
 }
 
 // Inference-mode Dropout is the identity; its optional mask output is dropped.
@@ -72,6 +77,7 @@ constexpr OnnxOp kTable[] = {
     {"IsInf", 13, kLast, Op::IsInf, nullptr},
     {"Not", 13, kLast, Op::Not, nullptr},
     {"Cast", 13, kLast, Op::Cast, cast_to_dtype},
+    {"CastLike", 15, kLast, Op::CastLike, drop_saturate},
     {"Clip", 13, kLast, Op::Clip, nullptr},
     {"Add", 13, kLast, Op::Add, nullptr},
     {"Sub", 13, kLast, Op::Sub, nullptr},

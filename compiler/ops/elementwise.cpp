@@ -105,6 +105,10 @@ std::vector<TensorType> infer_Cast(const Node& n, const std::vector<InferInput>&
     return {{static_cast<DType>(n.attrs.i("to", 0)), in[0].shape}};
 }
 
+std::vector<TensorType> infer_CastLike(const Node&, const std::vector<InferInput>& in) {
+    return {{in[1].dtype, in[0].shape}};
+}
+
 // --- unary ----------------------------------------------------------------
 
 std::vector<Tensor> eval_Identity(const Node&, const Inputs& in, const Types&) { return {*in[0]}; }
@@ -172,6 +176,7 @@ std::vector<Tensor> eval_Not(const Node& n, const Inputs& in, const Types& out) 
 }
 
 std::vector<Tensor> eval_Cast(const Node&, const Inputs& in, const Types& out) { return {cast(*in[0], out[0].dtype)}; }
+std::vector<Tensor> eval_CastLike(const Node&, const Inputs& in, const Types& out) { return {cast(*in[0], out[0].dtype)}; }
 
 std::vector<Tensor> eval_Clip(const Node& n, const Inputs& in, const Types& out) {
     for (size_t k = 1; k < in.size(); ++k)

@@ -309,7 +309,7 @@ MaskMeaning analyse_mask(const ir::Graph& g, const Match& m, int64_t B, int64_t 
         return r;
     }
     ValueId pad = inputs.empty() ? ir::kNoValue : inputs[0];
-    if (pad != ir::kNoValue && (g.value(pad).shape != Shape({B, Sk}) || is_float(g.value(pad).dtype))) {
+    if (pad != ir::kNoValue && g.value(pad).shape != Shape({B, Sk})) {
         r.why_not = "the mask depends on input '" + g.value(pad).name + "', which is no [batch, keys] padding mask";
         return r;
     }
@@ -701,6 +701,7 @@ void fuse_attention(ir::Graph& g, const PassOptions& opt) {
     Context cx(g);
     int layer = 0;
     std::set<std::string> rejected;  // Softmax nodes already found unfusable
+    std::map<ValueId, ValueId> valid_keys;  // padding input -> the bool validity the attention nodes read
     for (size_t si = 0; si < g.nodes.size(); ++si) {
         if (g.nodes[si].op != Op::Softmax || rejected.count(g.nodes[si].name)) continue;
         const std::optional<Match> m = match_at_softmax(cx, static_cast<int>(si));
@@ -821,7 +822,19 @@ void fuse_attention(ir::Graph& g, const PassOptions& opt) {
         att.inputs = {qv, k, vv, ir::kNoValue, ir::kNoValue, ir::kNoValue};
         if (mean.keep) att.inputs[3] = g.add_constant(*mean.keep, base + "_keep");
         if (mean.bias) att.inputs[4] = g.add_constant(cast(*mean.bias, g.value(m->q).dtype), base + "_bias");
-        att.inputs[5] = mean.padding;
+        if (mean.padding != ir::kNoValue) {
+            // A float padding mask (1 = keep) is read as bool, converted once for all layers.
+            ValueId& valid = valid_keys.try_emplace(mean.padding, ir::kNoValue).first->second;
+            if (valid == ir::kNoValue && is_float(g.value(mean.padding).dtype)) {
+                ir::Attrs to;
+                to.set("to", static_cast<int64_t>(DType::boolean));
+                valid = add_node(Op::Cast, mean.padding, g.value(mean.padding).shape, "valid", to);
+                g.value(valid).dtype = DType::boolean;
+            } else if (valid == ir::kNoValue) {
+                valid = mean.padding;
+            }
+            att.inputs[5] = valid;
+        }
         while (!att.inputs.empty() && att.inputs.back() == ir::kNoValue) att.inputs.pop_back();
         att.outputs = {out};
         const std::string layout{qi.layout, ki->layout, vi->layout, o_layout};

@@ -10,6 +10,13 @@ constexpr int64_t kMaxFoldElements = int64_t{1} << 24;
 
 void infer_shapes(ir::Graph& g, const PassOptions&) {
     for (ir::Node& n : g.nodes) {
+        if (n.op == ir::Op::CastLike) {  // the target type is known now: a plain Cast
+            STOF_CHECK(n.inputs.size() == 2 && n.inputs[1] != ir::kNoValue && g.value(n.inputs[1]).shape_known,
+                       "{}: the type of the second input is unknown", n.label());
+            n.op = ir::Op::Cast;
+            n.attrs.set("to", static_cast<int64_t>(g.value(n.inputs[1]).dtype));
+            n.inputs.resize(1);
+        }
         const ir::OpInfo& info = ir::op_info(n.op);
         std::vector<ir::InferInput> in(n.inputs.size());
         bool all_known = true;

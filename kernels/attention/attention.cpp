@@ -87,8 +87,8 @@ std::string check_attention_args(const AttentionArgs& a, AttentionKernel kernel)
         return "unknown attention kernel " + std::to_string(static_cast<int>(kernel));
     if (a.dtype != ElemType::f16 && a.dtype != ElemType::bf16)
         return "unsupported element type " + std::to_string(static_cast<int>(a.dtype)) + " (f16 = 0 or bf16 = 1)";
-    if (a.head_dim != 64 && a.head_dim != 128)
-        return "head_dim " + std::to_string(a.head_dim) + " is not supported (the attention kernels take 64 or 128)";
+    if (a.head_dim != 32 && a.head_dim != 64 && a.head_dim != 128)
+        return "head_dim " + std::to_string(a.head_dim) + " is not supported (the attention kernels take 32, 64 or 128)";
     if (a.batch < 1 || a.heads < 1 || a.seq_q < 1 || a.seq_k < 1)
         return "batch, heads, seq_q and seq_k must be >= 1 (got " + std::to_string(a.batch) + ", " +
                std::to_string(a.heads) + ", " + std::to_string(a.seq_q) + ", " + std::to_string(a.seq_k) + ")";
@@ -131,16 +131,21 @@ cudaError_t launch_attention(const AttentionArgs& a, AttentionKernel kernel, cud
     const attn::AttnParams p = attn::make_params(a);
     const bool f16 = a.dtype == ElemType::f16;
     if (kernel == AttentionKernel::row_wise) {
-        if (a.head_dim == 64)
-            return f16 ? attn::launch_row_wise<ElemType::f16, 64>(p, stream) : attn::launch_row_wise<ElemType::bf16, 64>(p, stream);
-        return f16 ? attn::launch_row_wise<ElemType::f16, 128>(p, stream) : attn::launch_row_wise<ElemType::bf16, 128>(p, stream);
+        auto row_wise = [&]<int D>() {
+            return f16 ? attn::launch_row_wise<ElemType::f16, D>(p, stream) : attn::launch_row_wise<ElemType::bf16, D>(p, stream);
+        };
+        if (a.head_dim == 32) return row_wise.operator()<32>();
+        if (a.head_dim == 64) return row_wise.operator()<64>();
+        return row_wise.operator()<128>();
     }
     const int bm = pick_block_m(a);
-    if (a.head_dim == 64)
-        return f16 ? attn::launch_block_wise<ElemType::f16, 64>(p, bm, stream)
-                   : attn::launch_block_wise<ElemType::bf16, 64>(p, bm, stream);
-    return f16 ? attn::launch_block_wise<ElemType::f16, 128>(p, bm, stream)
-               : attn::launch_block_wise<ElemType::bf16, 128>(p, bm, stream);
+    auto block_wise = [&]<int D>() {
+        return f16 ? attn::launch_block_wise<ElemType::f16, D>(p, bm, stream)
+                   : attn::launch_block_wise<ElemType::bf16, D>(p, bm, stream);
+    };
+    if (a.head_dim == 32) return block_wise.operator()<32>();
+    if (a.head_dim == 64) return block_wise.operator()<64>();
+    return block_wise.operator()<128>();
 }
 
 }  // namespace stof::kernels

@@ -12,7 +12,7 @@
 //
 // Shared memory (SMEM_BYTES): [stage 0: K | V][stage 1: K | V][bitmaps: stage x half x 64 words].
 // K, V and Q tiles are row-major with D halves per row, the 16-byte chunk c of row r
-// stored at chunk c ^ (r & 7) (conflict-free ldmatrix and cp.async). Q is staged in
+// stored at chunk c ^ swizzle(r) (conflict-free ldmatrix and cp.async). Q is staged in
 // stage 1 before the loop, O in stage 0 after it.
 #pragma once
 
@@ -29,7 +29,7 @@ template <> struct ElemOf<ElemType::f16> { using type = __half; };
 template <> struct ElemOf<ElemType::bf16> { using type = __nv_bfloat16; };
 
 template <int D, int BM> struct BlockWiseTraits {
-    static_assert(D == 64 || D == 128, "block-wise attention: head_dim must be 64 or 128");
+    static_assert(D == 32 || D == 64 || D == 128, "block-wise attention: head_dim must be 32, 64 or 128");
     static_assert(BM == 64 || BM == 128, "block-wise attention: block_m must be 64 or 128");
     static constexpr int BN = 64;                          // key columns per tile (mask tile_n)
     static constexpr int WARPS = BM / 16;
@@ -42,11 +42,16 @@ template <int D, int BM> struct BlockWiseTraits {
     static constexpr int BITMAP_OFFSET = 2 * STAGE_BYTES;
     static constexpr int SMEM_BYTES = 2 * STAGE_BYTES + 2 * 2 * BITMAP_HALF_BYTES;
     static constexpr int ROWS_PER_PASS = THREADS / CHUNKS; // rows one cp.async pass covers
-    // Register budget: D = 64 fits 128 registers a thread, D = 128 needs the full 255.
-    static constexpr int MIN_BLOCKS = D == 64 ? 256 * 2 / THREADS : 128 * 2 / THREADS;
+    // Register budget: D <= 64 fits 128 registers a thread, D = 128 needs the full 255.
+    static constexpr int MIN_BLOCKS = D <= 64 ? 256 * 2 / THREADS : 128 * 2 / THREADS;
     static_assert(BM * ROW_BYTES <= STAGE_BYTES, "block-wise attention: the Q tile must fit in one stage");
     static_assert(ROWS_PER_PASS % 8 == 0, "block-wise attention: a copy pass must cover whole swizzle periods");
     static_assert(BN % ROWS_PER_PASS == 0 && BM % ROWS_PER_PASS == 0, "block-wise attention: tile rows per pass");
+
+    // The chunk a row's chunk c is stored at is c ^ swizzle(r & 7): eight rows read at
+    // one chunk then cover all eight 16-byte bank groups (with 4 chunks a row, two rows
+    // share a 128-byte line, so rows pair up).
+    static __device__ __forceinline__ int swizzle(int r7) { return CHUNKS >= 8 ? r7 : (r7 >> 1) & (CHUNKS - 1); }
 };
 
 // A cursor over one tile row's list (entries pos..end-1 of col_idx/bitmap_idx), the
@@ -110,7 +115,7 @@ __global__ void __launch_bounds__(BlockWiseTraits<D, BM>::THREADS, BlockWiseTrai
 
     // This thread's part of every tile copy: chunk cp_c of rows cp_r, cp_r + RPP, ...
     const int cp_c = tid % CHUNKS, cp_r = tid / CHUNKS;
-    const uint32_t cp_dst = cp_r * ROW_BYTES + ((cp_c ^ (cp_r & 7)) << 4);
+    const uint32_t cp_dst = cp_r * ROW_BYTES + ((cp_c ^ Tr::swizzle(cp_r & 7)) << 4);
 
     // Q -> stage 1.
 #pragma unroll
@@ -202,11 +207,11 @@ __global__ void __launch_bounds__(BlockWiseTraits<D, BM>::THREADS, BlockWiseTrai
     {
         const uint32_t qa = sbase + Tr::STAGE_BYTES + (wrow + (lane & 15)) * ROW_BYTES;
 #pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk) ldmatrix_x4(qf[kk], qa + (((2 * kk + (lane >> 4)) ^ (lane & 7)) << 4));
+        for (int kk = 0; kk < D / 16; ++kk) ldmatrix_x4(qf[kk], qa + (((2 * kk + (lane >> 4)) ^ Tr::swizzle(lane & 7)) << 4));
     }
     const uint32_t k_row = (((lane >> 4) << 3) + (lane & 7)) * ROW_BYTES;  // K: keys 16jj + this, chunk 2kk + (lane>>3)&1
     const uint32_t v_row = (lane & 15) * ROW_BYTES;                          // V: keys 16kk + this, chunk 2dd + lane>>4
-    const int k_c = (lane >> 3) & 1, v_c = lane >> 4, sw = lane & 7;
+    const int k_c = (lane >> 3) & 1, v_c = lane >> 4, sw = Tr::swizzle(lane & 7);
 
     const int wq = warp & 3;                     // warp within its half: bitmap row blocks 2wq, 2wq+1
     const int row0 = q0 + wrow + g;              // global query rows of this lane: row0, row0 + 8
@@ -347,11 +352,12 @@ __global__ void __launch_bounds__(BlockWiseTraits<D, BM>::THREADS, BlockWiseTrai
         inv[r] = l_r[r] > 0.f ? 1.f / l_r[r] : 0.f;
     }
     __syncthreads();  // every warp is done reading K/V
-    unsigned char* stage_o = smem + (wrow + g) * ROW_BYTES + t4 * 4;  // rows wrow+g and +8 share the swizzle g
+    unsigned char* stage_o = smem + (wrow + g) * ROW_BYTES + t4 * 4;  // rows wrow+g and +8 share one swizzle
+    const int osw = Tr::swizzle(g);
 #pragma unroll
     for (int n = 0; n < D / 8; ++n) {
-        *reinterpret_cast<uint32_t*>(stage_o + ((n ^ g) << 4)) = pack2<T>(o[n][0] * inv[0], o[n][1] * inv[0]);
-        *reinterpret_cast<uint32_t*>(stage_o + 8 * ROW_BYTES + ((n ^ g) << 4)) = pack2<T>(o[n][2] * inv[1], o[n][3] * inv[1]);
+        *reinterpret_cast<uint32_t*>(stage_o + ((n ^ osw) << 4)) = pack2<T>(o[n][0] * inv[0], o[n][1] * inv[0]);
+        *reinterpret_cast<uint32_t*>(stage_o + 8 * ROW_BYTES + ((n ^ osw) << 4)) = pack2<T>(o[n][2] * inv[1], o[n][3] * inv[1]);
     }
     __syncwarp();
 #pragma unroll
@@ -359,7 +365,7 @@ __global__ void __launch_bounds__(BlockWiseTraits<D, BM>::THREADS, BlockWiseTrai
         const int idx = lane + 32 * i, r = wrow + idx / CHUNKS, c = idx % CHUNKS;
         const int qi = q0 + r;
         if (qi < p.seq_q) {
-            const uint4 val = *reinterpret_cast<const uint4*>(smem + r * ROW_BYTES + ((c ^ (r & 7)) << 4));
+            const uint4 val = *reinterpret_cast<const uint4*>(smem + r * ROW_BYTES + ((c ^ Tr::swizzle(r & 7)) << 4));
             *reinterpret_cast<uint4*>(og + qi * p.o_ss + c * 8) = val;
         }
     }

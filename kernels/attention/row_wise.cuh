@@ -21,7 +21,10 @@ namespace stof::kernels::attn {
 
 constexpr int kRowWiseWarps = 4;
 
-template <int D> struct RowSlice;  // a lane's D/32 elements of a row: 2 (one word) or 4 (two words)
+template <int D> struct RowSlice;  // a lane's D/32 elements of a row: 1 (half a word), 2 (one word) or 4 (two words)
+template <> struct RowSlice<32> {
+    using type = unsigned short;
+};
 template <> struct RowSlice<64> {
     using type = uint32_t;
 };
@@ -31,7 +34,7 @@ template <> struct RowSlice<128> {
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kRowWiseWarps * 32, 6) row_wise_kernel(const AttnParams p) {
-    static_assert(D == 64 || D == 128, "row-wise attention: head_dim must be 64 or 128");
+    static_assert(D == 32 || D == 64 || D == 128, "row-wise attention: head_dim must be 32, 64 or 128");
     using Slice = typename RowSlice<D>::type;
     constexpr int NV = D / 8;          // 16-byte vectors per row
     constexpr int PER_LANE = D / 32;   // output elements per lane
@@ -138,7 +141,9 @@ __global__ void __launch_bounds__(kRowWiseWarps * 32, 6) row_wise_kernel(const A
 #pragma unroll
                 for (int u = 0; u < GROUP; ++u) {
                     if (kc[u] < 0) continue;
-                    if constexpr (PER_LANE == 2) {
+                    if constexpr (PER_LANE == 1) {
+                        acc[0] = fmaf(pk[u], unpack2<T>(vv[u]).x, acc[0]);
+                    } else if constexpr (PER_LANE == 2) {
                         const float2 x = unpack2<T>(vv[u]);
                         acc[0] = fmaf(pk[u], x.x, acc[0]);
                         acc[1] = fmaf(pk[u], x.y, acc[1]);
@@ -158,7 +163,9 @@ __global__ void __launch_bounds__(kRowWiseWarps * 32, 6) row_wise_kernel(const A
     for (int off = 16; off > 0; off >>= 1) lsum += __shfl_xor_sync(0xffffffffu, lsum, off);
     const float inv = lsum > 0.f ? 1.f / lsum : 0.f;
     T* orow = static_cast<T*>(p.o) + b * p.o_sb + h * p.o_sh + i * p.o_ss;
-    if constexpr (PER_LANE == 2) {
+    if constexpr (PER_LANE == 1) {
+        reinterpret_cast<unsigned short*>(orow)[lane] = static_cast<unsigned short>(pack2<T>(acc[0] * inv, 0.f));
+    } else if constexpr (PER_LANE == 2) {
         reinterpret_cast<uint32_t*>(orow)[lane] = pack2<T>(acc[0] * inv, acc[1] * inv);
     } else {
         reinterpret_cast<uint2*>(orow)[lane] = make_uint2(pack2<T>(acc[0] * inv, acc[1] * inv), pack2<T>(acc[2] * inv, acc[3] * inv));

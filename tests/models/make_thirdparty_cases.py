@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 """Fresh inputs and onnxruntime reference outputs for the third-party models.
 
-For every `<models>/<family>/<name>.onnx` (fetched by tools/thirdparty/fetch.sh),
-draws random inputs for its declared inputs and writes
+For every `<models>/<family>/<name>.onnx` (tools/thirdparty/fetch.sh and
+onnxscript_models.py put them there), takes the inputs the model ships with
+(`<name>.inputs/*.npy`) or draws random ones for its declared inputs, and writes
+a directory laid out like models/<name>/ (tests/models/check_model.py reads it):
 
+    OUT/<family>_<name>/model.onnx                 a symbolic link to the model
     OUT/<family>_<name>/inputs/<input>.npy
     OUT/<family>_<name>/expected/<output>.npy      onnxruntime (CPU, no graph optimizations)
     OUT/cases.json   {"seed": N, "cases": [{"name", "model"}]}
 
-Symbolic dimensions are bound to batch 2 and sequence 24. Integer inputs named
-like token ids get ids in [0, 1000); attention masks are ones with the last
-five positions of batch row 1 padded; float inputs are standard normal.
+Drawn inputs: symbolic dimensions are bound to batch 2 and sequence 24. Integer
+inputs named like token ids get ids in [0, 1000); attention masks are ones with
+the last five positions of batch row 1 padded; float inputs are standard normal.
 
 Usage: make_thirdparty_cases.py --models DIR --out DIR [--seed N]
 """
@@ -70,13 +73,20 @@ def main():
     for model in models:
         name = f"{model.parent.name}_{model.stem}".replace("-", "_")
         sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
-        feeds = {i.name: make_input(rng, i.name, ONNX_TO_NUMPY[i.type], i.shape) for i in sess.get_inputs()}
+        shipped = model.parent / f"{model.stem}.inputs"
+        if shipped.is_dir():
+            feeds = {i.name: np.load(shipped / f"{file_name(i.name)}.npy") for i in sess.get_inputs()}
+        else:
+            feeds = {i.name: make_input(rng, i.name, ONNX_TO_NUMPY[i.type], i.shape) for i in sess.get_inputs()}
         outs = sess.run(None, feeds)
         d = args.out / name
         for sub in ("inputs", "expected"):
             (d / sub).mkdir(parents=True, exist_ok=True)
             for f in (d / sub).glob("*.npy"):
                 f.unlink()
+        link = d / "model.onnx"
+        link.unlink(missing_ok=True)
+        link.symlink_to(model.resolve())
         for k, v in feeds.items():
             np.save(d / "inputs" / f"{file_name(k)}.npy", v)
         for o, v in zip(sess.get_outputs(), outs):

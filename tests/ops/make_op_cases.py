@@ -227,6 +227,10 @@ def cast(d):
     yield unary_case("Cast_i64_to_f32_op13", "Cast", 13, d.i64(3, 4, lo=-1000, hi=1000), to=F)
     yield unary_case("Cast_bool_to_f32_op13", "Cast", 13, d.b(3, 4), to=F)
     yield unary_case("Cast_f32_to_bool_op13", "Cast", 13, d.with_zeros(d.f(3, 4), 0.3), to=B)
+    yield Case("CastLike_f32_like_i64_op15", "CastLike", 15, [N("CastLike", ["x", "like"], ["y"])],
+               {"x": d.f(3, 4, scale=10), "like": d.i64(2, lo=0, hi=5)}, ["y"])
+    yield Case("CastLike_i64_like_f32_op19", "CastLike", 19, [N("CastLike", ["x", "like"], ["y"])],
+               {"x": d.i64(3, 4, lo=-1000, hi=1000), "like": d.f(1)}, ["y"])
 
 
 def reductions(d):

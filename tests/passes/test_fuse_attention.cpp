@@ -196,11 +196,12 @@ Tensor scalar_f32(double x) {
 }
 
 // q [1,2,16,8] · kt [1,2,8,16] · 0.25, masked by `combine` (which names its
-// result "masked"), softmax, · v; a padding input pad [1,16].
-test::OnnxBuilder selection_model(const std::function<void(test::OnnxBuilder&)>& combine) {
+// result "masked"), softmax, · v; a padding input pad [1,16] (1 = valid) of type pad_type.
+test::OnnxBuilder selection_model(const std::function<void(test::OnnxBuilder&)>& combine,
+                                  int pad_type = onnx::TensorProto::INT64) {
     test::OnnxBuilder b;
     b.input("q", onnx::TensorProto::FLOAT, {1, 2, 16, 8}).input("kt", onnx::TensorProto::FLOAT, {1, 2, 8, 16});
-    b.input("v", onnx::TensorProto::FLOAT, {1, 2, 16, 8}).input("pad", onnx::TensorProto::INT64, {1, 16});
+    b.input("v", onnx::TensorProto::FLOAT, {1, 2, 16, 8}).input("pad", pad_type, {1, 16});
     Tensor causal(DType::boolean, {16, 16}), upper(DType::boolean, {16, 16});
     for (int64_t i = 0; i < 16; ++i)
         for (int64_t j = 0; j < 16; ++j) {
@@ -317,6 +318,36 @@ TEST_CASE("selection masks (Where) and chains of mask nodes are recognised", "[c
         const BeforeAfter r = before_after(b, feeds);
         check_causal(r.fused);
         CHECK(compare(r.after, r.before, 1e-5, 1e-6).ok);
+    }
+    SECTION("a float padding input is read as bool (nonzero = valid)") {
+        test::OnnxBuilder b = selection_model(
+            [](test::OnnxBuilder& m) {
+                m.node("Where", {"causal", "s", "neg_inf"}, {"w"});
+                m.node("Add", {"w", "pad_term"}, {"masked"});
+            },
+            onnx::TensorProto::FLOAT);
+        TensorMap f = feeds;
+        f["pad"] = cast(f.at("pad"), DType::f32);
+        const BeforeAfter r = before_after(b, f);
+        REQUIRE(count(r.fused, ir::Op::SparseAttention) == 1);
+        const ir::Node& a = attention(r.fused, 0);
+        REQUIRE(a.inputs.size() == 6);
+        CHECK(r.fused.value(a.inputs[5]).dtype == DType::boolean);
+        CHECK(compare(r.after, r.before, 1e-5, 1e-6).ok);
+    }
+    SECTION("a float input added to the scores as it is is no padding mask") {
+        test::OnnxBuilder b = selection_model(
+            [](test::OnnxBuilder& m) {
+                m.initializer("pad_as_is", test::ints({1, 1, 1, 16}));
+                m.node("Reshape", {"pad", "pad_as_is"}, {"pad_add"});
+                m.node("Add", {"s", "pad_add"}, {"masked"});
+            },
+            onnx::TensorProto::FLOAT);
+        TensorMap f = feeds;
+        f["pad"] = cast(f.at("pad"), DType::f32);
+        const BeforeAfter r = before_after(b, f);
+        CHECK(count(r.fused, ir::Op::SparseAttention) == 0);
+        CHECK(compare(r.after, r.before, 0, 0).ok);
     }
     SECTION("a finite fill is no mask") {
         test::OnnxBuilder b = selection_model([](test::OnnxBuilder& m) { m.node("Where", {"causal", "s", "zero"}, {"masked"}); });

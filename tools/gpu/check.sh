@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build stofc on a GPU machine and run everything that needs the GPU:
 #   tools/gpu/check.sh [OUT_DIR] [STEP...]
-# Steps (default: build gpu-tests zoo sanitizer): also dumps (DUMP_MODELS=dirs), bench, calibrate.
+# Steps (default: build gpu-tests zoo sanitizer): also thirdparty (THIRDPARTY_TESTS=ctest regex; the
+# models must be in ~/.cache/stofc/thirdparty), latency, dumps (DUMP_MODELS=dirs), bench, calibrate.
 # Logs and JSON results go to OUT_DIR (default build-gpu/results); a failing
 # step is reported and the remaining steps still run; exit status is non-zero
 # when any step failed.
@@ -32,6 +33,7 @@ build() {
 }
 gpu_tests() { $BUILD/bin/stof_tests "[gpu]" --durations yes; }
 zoo() { (cd $BUILD && ctest -R "zoo_run|zoo_mask_run|op_cases_run" -j8 --output-on-failure); }
+thirdparty() { (cd $BUILD && ctest -R "${THIRDPARTY_TESTS:-thirdparty_}" -j4 --output-on-failure); }
 sanitizer() {
     compute-sanitizer --tool memcheck --error-exitcode 9 $BUILD/bin/stof_kernel_tests "attention: small cases for compute-sanitizer" &&
     compute-sanitizer --tool memcheck --error-exitcode 9 $BUILD/bin/stof_tests "GPU mask conversion equals from_dense"
@@ -76,6 +78,7 @@ calibrate() { "$PY" tools/bench/calibrate_selector.py --lib $BUILD/lib/libstof.s
 step build build
 step gpu-tests gpu_tests
 step zoo zoo
+step thirdparty thirdparty
 step sanitizer sanitizer
 step bench bench
 step dumps dumps
