@@ -42,6 +42,7 @@ std::string step_kind(const plan::Step& s) {
         case plan::StepKind::attention: return "sparse_attention";
         case plan::StepKind::key_valid: return "key_valid";
         case plan::StepKind::copy: return "copy";
+        case plan::StepKind::mask_convert: return "mask_convert";
     }
     return "?";
 }
@@ -54,6 +55,7 @@ std::string step_kernel(const plan::Plan& p, const plan::Step& s) {
         case plan::StepKind::attention: return attention_kernel_name(s.attention.kernel);
         case plan::StepKind::key_valid: return "key_valid";
         case plan::StepKind::copy: return "memcpy";
+        case plan::StepKind::mask_convert: return "mask_convert";
     }
     return "?";
 }
@@ -101,6 +103,8 @@ std::string step_detail(const plan::Plan& p, const plan::Step& s) {
         case plan::StepKind::copy:
             return fmt::format("{}+{} = {}+{} ({} bytes)", tensor_name(p, s.copy.dst), s.copy.dst_offset,
                                tensor_name(p, s.copy.src), s.copy.src_offset, s.copy.bytes);
+        case plan::StepKind::mask_convert:
+            return fmt::format("mask {} = sparse({})", s.mask_convert.mask, tensor_name(p, s.mask_convert.keep));
     }
     return "";
 }
@@ -147,17 +151,21 @@ nlohmann::json to_json(const plan::Plan& p) {
     json masks = json::array();
     for (size_t i = 0; i < p.masks.size(); ++i) {
         const SparseMask& m = p.masks[i].mask;
-        const SparseMaskStats st = mask_stats(m);
-        masks.push_back({{"spec", p.masks[i].spec},
-                         {"rows", m.rows},
-                         {"cols", m.cols},
-                         {"tile", {m.tile_m, m.tile_n}},
-                         {"patterns", {m.mask_batch, m.mask_heads}},
-                         {"density", st.density},
-                         {"rho", st.rho},
-                         {"tiles", {{"empty", st.empty_tiles}, {"full", st.full_tiles}, {"partial", st.partial_tiles}}},
-                         {"kernel", mask_kernel(p, i)},
-                         {"kernel_reason", p.masks[i].kernel_reason}});
+        json e = {{"spec", p.masks[i].spec},
+                  {"runtime", p.masks[i].runtime},
+                  {"rows", m.rows},
+                  {"cols", m.cols},
+                  {"tile", {m.tile_m, m.tile_n}},
+                  {"patterns", {m.mask_batch, m.mask_heads}},
+                  {"kernel", mask_kernel(p, i)},
+                  {"kernel_reason", p.masks[i].kernel_reason}};
+        if (!p.masks[i].runtime) {  // a run-time mask's pattern is known only when it arrives
+            const SparseMaskStats st = mask_stats(m);
+            e["density"] = st.density;
+            e["rho"] = st.rho;
+            e["tiles"] = {{"empty", st.empty_tiles}, {"full", st.full_tiles}, {"partial", st.partial_tiles}};
+        }
+        masks.push_back(e);
     }
     j["masks"] = masks;
     json kernels = json::array();
@@ -195,11 +203,15 @@ void print_text(const std::string& path, const plan::Plan& p) {
     fmt::print("masks: {}\n", p.masks.size());
     for (size_t i = 0; i < p.masks.size(); ++i) {
         const SparseMask& m = p.masks[i].mask;
-        const SparseMaskStats st = mask_stats(m);
-        fmt::print("  {:>4}  {}  {}x{} tile {}x{} patterns {}x{}  density {:.4f} rho {:.4f}  tiles empty {} full {} partial {}\n"
-                   "        kernel {} ({})\n",
-                   i, p.masks[i].spec, m.rows, m.cols, m.tile_m, m.tile_n, m.mask_batch, m.mask_heads, st.density, st.rho,
-                   st.empty_tiles, st.full_tiles, st.partial_tiles, mask_kernel(p, i), p.masks[i].kernel_reason);
+        std::string pattern = "built at run time from its input";
+        if (!p.masks[i].runtime) {
+            const SparseMaskStats st = mask_stats(m);
+            pattern = fmt::format("density {:.4f} rho {:.4f}  tiles empty {} full {} partial {}", st.density, st.rho,
+                                  st.empty_tiles, st.full_tiles, st.partial_tiles);
+        }
+        fmt::print("  {:>4}  {}  {}x{} tile {}x{} patterns {}x{}  {}\n        kernel {} ({})\n", i, p.masks[i].spec,
+                   m.rows, m.cols, m.tile_m, m.tile_n, m.mask_batch, m.mask_heads, pattern, mask_kernel(p, i),
+                   p.masks[i].kernel_reason);
     }
     fmt::print("kernels: {}\n", p.kernels.size());
     for (size_t i = 0; i < p.kernels.size(); ++i) {

@@ -1,6 +1,7 @@
 // SparseAttention on the prebuilt sparse attention kernels (plan::AttentionStep):
-// the keep pattern becomes a plan mask (two-level sparse format), a padding
-// input a KeyValidStep, a bias a [H|1, Sq, Sk] weight broadcast over batch.
+// a constant keep pattern becomes a plan mask (two-level sparse format), one
+// computed at run time a run-time plan mask filled by a MaskConvertStep, a
+// padding input a KeyValidStep, a bias a [H|1, Sq, Sk] weight broadcast over batch.
 // Operands are read and written where they are, with the strides of their
 // layout (ops/attention_layout.hpp).
 #include "codegen/emitters.hpp"
@@ -58,33 +59,68 @@ void emit_attention(LowerState& st, const ir::Node& n) {
     a.head_dim = static_cast<int32_t>(D);
     a.scale = static_cast<float>(n.attrs.f("scale", 1.0));
 
-    // The pattern: the keep constant ([Sq,Sk] or [1|B,1|H,Sq,Sk]) or all kept.
-    plan::MaskEntry entry;
-    entry.spec = n.attrs.s("mask", "dense");
-    if (n.inputs.size() > 3 && n.inputs[3] != ir::kNoValue) {
-        const Tensor& keep = *g.value(n.inputs[3]).data;
-        const int64_t mb = keep.shape.size() == 4 ? keep.shape[0] : 1, mh = keep.shape.size() == 4 ? keep.shape[1] : 1;
-        std::vector<uint8_t> dense(static_cast<size_t>(keep.numel()));
-        for (int64_t k = 0; k < keep.numel(); ++k) dense[static_cast<size_t>(k)] = keep.get_i64(k) != 0;
-        entry.mask = from_dense(dense.data(), static_cast<int32_t>(mb), static_cast<int32_t>(mh), static_cast<int32_t>(Sq),
-                                static_cast<int32_t>(Sk), 64, 64);
+    // A keep pattern that arrives at run time ([1|B,1|H,Sq,Sk] bool): converted on the
+    // GPU once per run and value, before its first attention.
+    const bool has_keep = n.inputs.size() > 3 && n.inputs[3] != ir::kNoValue;
+    if (has_keep && !g.value(n.inputs[3]).data) {
+        auto [it, fresh] = st.runtime_masks.try_emplace(n.inputs[3], -1);
+        if (fresh) {
+            const ir::Value& kv = g.value(n.inputs[3]);
+            STOF_CHECK(kv.dtype == DType::boolean && kv.shape.size() == 4, "{}: a run-time keep must be bool [1|B,1|H,Sq,Sk], not {} {}",
+                       n.label(), dtype_name(kv.dtype), shape_str(kv.shape));
+            plan::MaskEntry e;
+            e.spec = n.attrs.s("mask", "dense");
+            e.runtime = true;
+            e.mask.rows = static_cast<int32_t>(Sq);
+            e.mask.cols = static_cast<int32_t>(Sk);
+            e.mask.tile_m = e.mask.tile_n = 64;
+            e.mask.mask_batch = static_cast<int32_t>(kv.shape[0]);
+            e.mask.mask_heads = static_cast<int32_t>(kv.shape[1]);
+            e.kernel_reason = st.attention_kernel != "auto" ? "--attention-kernel " + st.attention_kernel
+                                                            : "the pattern arrives at run time: the general kernel";
+            it->second = static_cast<int32_t>(st.plan.masks.size());
+            st.plan.masks.push_back(std::move(e));
+            plan::Step c;
+            c.kind = plan::StepKind::mask_convert;
+            c.label = "mask_convert";
+            c.nodes = n.name;
+            c.mask_convert.keep = st.tensor(n.inputs[3]);
+            c.mask_convert.mask = it->second;
+            st.add_step(std::move(c));
+        }
+        a.mask = it->second;
+        a.kernel = st.attention_kernel == "row-wise" ? 1 : 0;
+        spdlog::info("{}: mask {} built at run time from '{}', {} kernel", n.label(), n.attrs.s("mask", "dense"),
+                     g.value(n.inputs[3]).name, a.kernel == 1 ? "row-wise" : "block-wise");
     } else {
-        const std::vector<uint8_t> dense(static_cast<size_t>(Sq * Sk), 1);
-        entry.mask = from_dense(dense.data(), 1, 1, static_cast<int32_t>(Sq), static_cast<int32_t>(Sk), 64, 64);
+        // The pattern: the keep constant ([Sq,Sk] or [1|B,1|H,Sq,Sk]) or all kept.
+        plan::MaskEntry entry;
+        entry.spec = n.attrs.s("mask", "dense");
+        if (has_keep) {
+            const Tensor& keep = *g.value(n.inputs[3]).data;
+            const int64_t mb = keep.shape.size() == 4 ? keep.shape[0] : 1, mh = keep.shape.size() == 4 ? keep.shape[1] : 1;
+            std::vector<uint8_t> dense(static_cast<size_t>(keep.numel()));
+            for (int64_t k = 0; k < keep.numel(); ++k) dense[static_cast<size_t>(k)] = keep.get_i64(k) != 0;
+            entry.mask = from_dense(dense.data(), static_cast<int32_t>(mb), static_cast<int32_t>(mh), static_cast<int32_t>(Sq),
+                                    static_cast<int32_t>(Sk), 64, 64);
+        } else {
+            const std::vector<uint8_t> dense(static_cast<size_t>(Sq * Sk), 1);
+            entry.mask = from_dense(dense.data(), 1, 1, static_cast<int32_t>(Sq), static_cast<int32_t>(Sk), 64, 64);
+        }
+        const SparseMaskStats stats = mask_stats(entry.mask);
+        AttentionChoice choice = choose_attention_kernel(stats.rho, Sk);
+        if (st.attention_kernel != "auto") {
+            choice.kernel = st.attention_kernel;
+            choice.reason = "--attention-kernel " + st.attention_kernel + " (the selector: " + choice.reason + ")";
+        }
+        entry.kernel_reason = choice.reason;
+        a.kernel = choice.kernel == "row-wise" ? 1 : 0;
+        a.mask = static_cast<int32_t>(st.plan.masks.size());
+        st.plan.masks.push_back(std::move(entry));
+        spdlog::info("{}: mask {} density {:.4f}, tiles {} empty / {} full / {} partial, {} kernel ({})", n.label(),
+                     n.attrs.s("mask", "dense"), stats.density, stats.empty_tiles, stats.full_tiles, stats.partial_tiles,
+                     choice.kernel, choice.reason);
     }
-    const SparseMaskStats stats = mask_stats(entry.mask);
-    AttentionChoice choice = choose_attention_kernel(stats.rho, Sk);
-    if (st.attention_kernel != "auto") {
-        choice.kernel = st.attention_kernel;
-        choice.reason = "--attention-kernel " + st.attention_kernel + " (the selector: " + choice.reason + ")";
-    }
-    entry.kernel_reason = choice.reason;
-    a.kernel = choice.kernel == "row-wise" ? 1 : 0;
-    a.mask = static_cast<int32_t>(st.plan.masks.size());
-    st.plan.masks.push_back(std::move(entry));
-    spdlog::info("{}: mask {} density {:.4f}, tiles {} empty / {} full / {} partial, {} kernel ({})", n.label(),
-                 n.attrs.s("mask", "dense"), stats.density, stats.empty_tiles, stats.full_tiles, stats.partial_tiles,
-                 choice.kernel, choice.reason);
 
     // Padding: packed into validity words once per run, shared by every attention reading the same input.
     if (n.inputs.size() > 5 && n.inputs[5] != ir::kNoValue) {

@@ -23,6 +23,7 @@ struct LowerState {
     std::vector<int> producer;        // value id → index of its node, -1 for inputs and constants
     std::vector<KernelJob> jobs;      // kernels of the launch steps, in step order
     std::map<ir::ValueId, int32_t> key_valid_words;  // padding input → its packed validity words
+    std::map<ir::ValueId, int32_t> runtime_masks;    // run-time keep value → the plan mask converted from it
 
     LowerState(const ir::Graph& graph, plan::Plan& p, std::string target_arch);
 

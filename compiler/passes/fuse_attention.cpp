@@ -11,12 +11,14 @@
 //   output  Softmax → optional Where(IsNaN(p), 0, p) → MatMul(p, v).
 // q [B,H,Sq,D], kᵀ [B,Hk,D,Sk], v [B,Hk,Sk,D]; every intermediate value has no
 // other consumer. The mask side must depend on constants and at most one graph
-// input of shape [B,Sk] (the padding mask). Its meaning is found by evaluating
-// it with the reference interpreter, the scores replaced by 0 and by 1: where
-// both results are <= -1e4 the key is masked, where they differ by 1 the first
-// is an additive bias (masked too when <= -1e4), anything else is no mask.
-// Then two random paddings must give exactly that pattern and bias with the
-// padded keys masked. Otherwise the attention is left as it is (logged).
+// input: [B,Sk] (a padding mask) or [1|B,1|H,Sq,Sk] (a full mask, converted to
+// the sparse format on the GPU every run). Its meaning is found by evaluating
+// it with the reference interpreter, the input all ones, the scores replaced by
+// 0 and by 1: where both results are <= -1e4 the key is masked, where they
+// differ by 1 the first is an additive bias (masked too when <= -1e4), anything
+// else is no mask. Then two random 0/1 inputs must give exactly that pattern and
+// bias with the entries at their zeros masked (nonzero = keep). Otherwise the
+// attention is left as it is (logged).
 // `--mask SPEC` (PassOptions::masks) is intersected with what the graph computes.
 //
 // Operands are read in place: q, k and v are traced back through layout ops
@@ -234,7 +236,8 @@ std::optional<Match> match_at_softmax(const Context& cx, int si) {
 struct MaskMeaning {
     std::optional<Tensor> keep;  // bool [1|B,1|H,Sq,Sk]
     std::optional<Tensor> bias;  // f32 [1|B,1|H,Sq,Sk]
-    ValueId padding = ir::kNoValue;
+    ValueId padding = ir::kNoValue;  // [B,Sk] input
+    ValueId full = ir::kNoValue;     // [1|B,1|H,Sq,Sk] input
     std::string why_not;         // non-empty: the mask cannot be expressed
 };
 
@@ -308,10 +311,17 @@ MaskMeaning analyse_mask(const ir::Graph& g, const Match& m, int64_t B, int64_t 
         r.why_not = "the mask depends on more than one model input";
         return r;
     }
-    ValueId pad = inputs.empty() ? ir::kNoValue : inputs[0];
-    if (pad != ir::kNoValue && g.value(pad).shape != Shape({B, Sk})) {
-        r.why_not = "the mask depends on input '" + g.value(pad).name + "', which is no [batch, keys] padding mask";
-        return r;
+    const ValueId input = inputs.empty() ? ir::kNoValue : inputs[0];
+    ValueId pad = input, full = ir::kNoValue;
+    if (input != ir::kNoValue && g.value(input).shape != Shape({B, Sk})) {
+        const Shape& s = g.value(input).shape;
+        if (s.size() != 4 || (s[0] != 1 && s[0] != B) || (s[1] != 1 && s[1] != H) || s[2] != Sq || s[3] != Sk) {
+            r.why_not = "the mask depends on input '" + g.value(input).name +
+                        "', which is neither a [batch, keys] padding mask nor a [1|batch, 1|heads, queries, keys] mask";
+            return r;
+        }
+        full = input;
+        pad = ir::kNoValue;
     }
     // The mask nodes alone, the scores replaced by a scalar input (the probe),
     // shapes inferred anew (so a [B,1,1,Sk] padding term stays that small).
@@ -345,7 +355,7 @@ MaskMeaning analyse_mask(const ir::Graph& g, const Match& m, int64_t B, int64_t 
         for (ValueId in : sub.inputs) {
             const ir::Value& v = sub.value(in);
             Tensor t(v.dtype, v.shape);
-            if (pad != ir::kNoValue && v.name == g.value(pad).name)
+            if (input != ir::kNoValue && v.name == g.value(input).name)
                 for (int64_t k = 0; k < t.numel(); ++k) t.set_i64(k, valid[static_cast<size_t>(k)]);
             feeds[v.name] = std::move(t);
         }
@@ -363,7 +373,8 @@ MaskMeaning analyse_mask(const ir::Graph& g, const Match& m, int64_t B, int64_t 
         }
         return eq;
     };
-    const auto base = evaluate(std::vector<uint8_t>(static_cast<size_t>(B * Sk), 1));
+    const int64_t input_size = input == ir::kNoValue ? 0 : numel(g.value(input).shape);
+    const auto base = evaluate(std::vector<uint8_t>(static_cast<size_t>(input_size), 1));
     if (!base) {
         r.why_not = "the scores are not combined with the mask by addition or selection";
         return r;
@@ -404,6 +415,36 @@ MaskMeaning analyse_mask(const ir::Graph& g, const Match& m, int64_t B, int64_t 
             }
         }
         r.padding = pad;
+    }
+    if (full != ir::kNoValue) {
+        const Shape& fs = g.value(full).shape;
+        if ((fs[0] != 1 && mb != B) || (fs[1] != 1 && mh != H)) {
+            r.why_not = "the mask does not vary like input '" + g.value(full).name + "'";
+            return r;
+        }
+        std::mt19937_64 rng(0x5eed);
+        for (int probe_run = 0; probe_run < 2; ++probe_run) {
+            std::vector<uint8_t> valid(static_cast<size_t>(input_size));
+            for (auto& x : valid) x = static_cast<uint8_t>(rng() & 1);
+            const auto got = evaluate(valid);
+            if (!got) {
+                r.why_not = "the scores are not combined with the mask by addition or selection";
+                return r;
+            }
+            for (int64_t b = 0; b < mb; ++b)
+                for (int64_t h = 0; h < mh; ++h)
+                    for (int64_t ij = 0; ij < Sq * Sk; ++ij) {
+                        const size_t at = static_cast<size_t>((b * mh + h) * Sq * Sk + ij);
+                        const int64_t in_at = ((fs[0] == 1 ? 0 : b) * fs[1] + (fs[1] == 1 ? 0 : h)) * Sq * Sk + ij;
+                        const bool kept = keep[at] != 0 && valid[static_cast<size_t>(in_at)] != 0;
+                        const double x = (*got)[at], want = (*base)[at];
+                        if (!(kept ? std::abs(x - want) <= 1e-6 * std::max(1.0, std::abs(want)) : x <= kMasked)) {
+                            r.why_not = "the mask is not the nonzero entries of input '" + g.value(full).name + "'";
+                            return r;
+                        }
+                    }
+        }
+        r.full = full;
     }
     if (any_masked) r.keep = collapse(keep, DType::boolean, mb, mh, Sq, Sk);
     if (any_bias) r.bias = collapse(bias, DType::f32, mb, mh, Sq, Sk);
@@ -701,7 +742,7 @@ void fuse_attention(ir::Graph& g, const PassOptions& opt) {
     Context cx(g);
     int layer = 0;
     std::set<std::string> rejected;  // Softmax nodes already found unfusable
-    std::map<ValueId, ValueId> valid_keys;  // padding input -> the bool validity the attention nodes read
+    std::map<ValueId, ValueId> valid_keys;  // mask input -> the bool the attention nodes read
     for (size_t si = 0; si < g.nodes.size(); ++si) {
         if (g.nodes[si].op != Op::Softmax || rejected.count(g.nodes[si].name)) continue;
         const std::optional<Match> m = match_at_softmax(cx, static_cast<int>(si));
@@ -715,6 +756,7 @@ void fuse_attention(ir::Graph& g, const PassOptions& opt) {
             continue;
         }
         std::string description = mean.keep ? "from the model" : "dense";
+        if (mean.full != ir::kNoValue) description = "input '" + g.value(mean.full).name + "'" + (mean.keep ? " & the model's" : "");
         if (const auto spec_text = spec_for_layer(opt.masks, layer)) {
             MaskSpec spec = parse_mask_spec(*spec_text);
             load_mask_files(spec, Sq, Sk, H, B);
@@ -733,7 +775,8 @@ void fuse_attention(ir::Graph& g, const PassOptions& opt) {
                             }
                             keep.set_i64(at, k);
                         }
-            description = mean.keep ? "from the model & " + *spec_text : *spec_text;
+            description = (mean.full != ir::kNoValue ? description : mean.keep ? "from the model" : "") +
+                          (mean.full != ir::kNoValue || mean.keep ? " & " : "") + *spec_text;
             mean.keep = std::move(keep);
         }
 
@@ -820,21 +863,31 @@ void fuse_attention(ir::Graph& g, const PassOptions& opt) {
         att.op = Op::SparseAttention;
         att.name = unique_node_name(g, base + "_attention");
         att.inputs = {qv, k, vv, ir::kNoValue, ir::kNoValue, ir::kNoValue};
-        if (mean.keep) att.inputs[3] = g.add_constant(*mean.keep, base + "_keep");
-        if (mean.bias) att.inputs[4] = g.add_constant(cast(*mean.bias, g.value(m->q).dtype), base + "_bias");
-        if (mean.padding != ir::kNoValue) {
-            // A float padding mask (1 = keep) is read as bool, converted once for all layers.
-            ValueId& valid = valid_keys.try_emplace(mean.padding, ir::kNoValue).first->second;
-            if (valid == ir::kNoValue && is_float(g.value(mean.padding).dtype)) {
-                ir::Attrs to;
-                to.set("to", static_cast<int64_t>(DType::boolean));
-                valid = add_node(Op::Cast, mean.padding, g.value(mean.padding).shape, "valid", to);
-                g.value(valid).dtype = DType::boolean;
-            } else if (valid == ir::kNoValue) {
-                valid = mean.padding;
+        // An input the mask depends on, as the bool the kernels read (nonzero = keep), converted once for all layers.
+        auto as_bool = [&](ValueId x) {
+            ValueId& b = valid_keys.try_emplace(x, ir::kNoValue).first->second;
+            if (b != ir::kNoValue) return b;
+            if (g.value(x).dtype == DType::boolean) return b = x;
+            ir::Attrs to;
+            to.set("to", static_cast<int64_t>(DType::boolean));
+            b = add_node(Op::Cast, x, g.value(x).shape, "keep", to);
+            g.value(b).dtype = DType::boolean;
+            return b;
+        };
+        if (mean.full != ir::kNoValue) {  // computed at run time: the input, and the constant pattern if any
+            ValueId keep = as_bool(mean.full);
+            if (mean.keep) {
+                const Shape &fs = g.value(keep).shape, &cs = mean.keep->shape;
+                keep = add_node(Op::And, keep, {std::max(fs[0], cs[0]), std::max(fs[1], cs[1]), Sq, Sk}, "kept", {});
+                added.back().inputs.push_back(g.add_constant(*mean.keep, base + "_keep"));
             }
-            att.inputs[5] = valid;
+            att.inputs[3] = keep;
+        } else if (mean.keep) {
+            att.inputs[3] = g.add_constant(*mean.keep, base + "_keep");
         }
+        if (mean.bias) att.inputs[4] = g.add_constant(cast(*mean.bias, g.value(m->q).dtype), base + "_bias");
+        if (mean.padding != ir::kNoValue)  // a float one (1 = valid) read as bool; integers as they are
+            att.inputs[5] = is_float(g.value(mean.padding).dtype) ? as_bool(mean.padding) : mean.padding;
         while (!att.inputs.empty() && att.inputs.back() == ir::kNoValue) att.inputs.pop_back();
         att.outputs = {out};
         const std::string layout{qi.layout, ki->layout, vi->layout, o_layout};

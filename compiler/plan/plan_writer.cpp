@@ -95,6 +95,7 @@ std::string encode_masks(const Plan& p) {
         const SparseMask& m = me.mask;
         e.str(me.spec);
         e.str(me.kernel_reason);
+        e.u8(me.runtime);
         for (int32_t v : {m.rows, m.cols, m.tile_m, m.tile_n, m.mask_batch, m.mask_heads}) e.i32(v);
         e.array(m.row_ptr, "row_ptr");
         e.array(m.col_idx, "col_idx");
@@ -175,6 +176,10 @@ std::string encode_schedule(const Plan& p) {
                 e.u64(c.bytes);
                 break;
             }
+            case StepKind::mask_convert:
+                e.i32(s.mask_convert.keep);
+                e.i32(s.mask_convert.mask);
+                break;
         }
     }
     return std::move(e.bytes);

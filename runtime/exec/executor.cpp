@@ -80,6 +80,8 @@ void Executor::release() noexcept {
         if (*p) cudaFree(*p);
         *p = nullptr;
     }
+    for (void* p : runtime_mask_memory_) cudaFree(p);
+    runtime_mask_memory_.clear();
     for (CUmodule m : modules_)
         if (m) driver().cuModuleUnload(m);
     modules_.clear();
@@ -207,6 +209,43 @@ void Executor::upload_masks() {
         mask_views_.push_back(v);
         o += 4;
     }
+    // Run-time masks: buffers for the worst case (every tile partial), filled by mask_convert steps.
+    runtime_masks_.resize(plan_.masks.size());
+    for (size_t i = 0; i < plan_.masks.size(); ++i) {
+        if (!plan_.masks[i].runtime) continue;
+        const SparseMask& m = plan_.masks[i].mask;
+        MaskConvert& c = runtime_masks_[i];
+        c.in.batch = m.mask_batch;
+        c.in.heads = m.mask_heads;
+        c.in.rows = m.rows;
+        c.in.cols = m.cols;
+        c.in.stride_row = m.cols;
+        c.in.stride_h = static_cast<int64_t>(m.rows) * m.cols;
+        c.in.stride_b = c.in.stride_h * m.mask_heads;
+        c.tile_m = m.tile_m;
+        c.tile_n = m.tile_n;
+        kernels::MaskConvertSizes sz;
+        STOF_CUDA_CHECK(kernels::mask_convert_sizes(c.in, c.tile_m, c.tile_n, &sz));
+        uint64_t at[6], end = 0;
+        const size_t sizes[6] = {sz.row_ptr_bytes, sz.col_idx_bytes, sz.bitmap_idx_bytes, sz.bitmaps_bytes, sz.counts_bytes,
+                                 sz.workspace_bytes};
+        for (int k = 0; k < 6; ++k) {
+            at[k] = end;
+            end = align_up(end + sizes[k], plan::kAlignment);
+        }
+        void* mem = nullptr;
+        STOF_CUDA_CHECK(cudaMalloc(&mem, end));
+        runtime_mask_memory_.push_back(mem);
+        auto* b = static_cast<uint8_t*>(mem);
+        c.out.row_ptr = reinterpret_cast<int32_t*>(b + at[0]);
+        c.out.col_idx = reinterpret_cast<int32_t*>(b + at[1]);
+        c.out.bitmap_idx = reinterpret_cast<int32_t*>(b + at[2]);
+        c.out.bitmaps = reinterpret_cast<uint64_t*>(b + at[3]);
+        c.out.counts = reinterpret_cast<int32_t*>(b + at[4]);
+        c.workspace = b + at[5];
+        c.workspace_bytes = sz.workspace_bytes;
+        mask_views_[i] = kernels::sparse_mask_view(c.in, c.tile_m, c.tile_n, c.out);
+    }
 }
 
 void* Executor::address(int32_t t) const {
@@ -317,6 +356,14 @@ void Executor::prepare_steps() {
                     p.copy.bytes = c.bytes;
                     break;
                 }
+                case plan::StepKind::mask_convert: {
+                    p.mask_convert = runtime_masks_[s.mask_convert.mask];
+                    p.mask_convert.in.data = at(s.mask_convert.keep, 0);
+                    const std::string why = kernels::check_mask_convert_args(p.mask_convert.in, p.mask_convert.tile_m,
+                                                                             p.mask_convert.tile_n);
+                    STOF_CHECK(why.empty(), "the mask conversion does not support this step: {}", why);
+                    break;
+                }
             }
         } catch (const Error& e) {
             STOF_FAIL("schedule step {} ({}): {}", i, s.label.empty() ? plan::step_kind_name(s.kind) : s.label, e.what());
@@ -347,6 +394,11 @@ void Executor::enqueue_step(size_t i) {
         case plan::StepKind::copy:
             STOF_CUDA_CHECK(cudaMemcpyAsync(p.copy.dst, p.copy.src, p.copy.bytes, cudaMemcpyDeviceToDevice, stream_));
             break;
+        case plan::StepKind::mask_convert: {
+            const MaskConvert& c = p.mask_convert;
+            STOF_CUDA_CHECK(kernels::convert_dense_mask(c.in, c.tile_m, c.tile_n, c.out, c.workspace, c.workspace_bytes, stream_));
+            break;
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 
 #include "exec/gemm.hpp"
 #include "stof/kernels/attention.hpp"
+#include "stof/kernels/mask_convert.hpp"
 #include "stof/plan.hpp"
 
 #include <cuda.h>
@@ -63,6 +64,14 @@ private:
         int32_t elem_bytes = 0, batch = 0, seq = 0;
         uint64_t* words = nullptr;
     };
+    // A run-time mask: its device buffers and the conversion that fills them.
+    struct MaskConvert {
+        kernels::DenseMaskInput in;  // data set per step
+        int32_t tile_m = 0, tile_n = 0;
+        kernels::SparseMaskBuffers out;
+        void* workspace = nullptr;
+        size_t workspace_bytes = 0;
+    };
     struct Copy {
         const void* src = nullptr;
         void* dst = nullptr;
@@ -76,6 +85,7 @@ private:
         kernels::AttentionKernel attention_kernel = kernels::AttentionKernel::block_wise;
         KeyValid key_valid;
         Copy copy;
+        MaskConvert mask_convert;
     };
 
     void load_modules();
@@ -97,7 +107,9 @@ private:
     void* arena_ = nullptr;
     void* weights_ = nullptr;
     void* masks_ = nullptr;
-    std::vector<kernels::SparseMaskView> mask_views_;
+    std::vector<kernels::SparseMaskView> mask_views_;  // per mask
+    std::vector<MaskConvert> runtime_masks_;             // per mask (used for run-time ones)
+    std::vector<void*> runtime_mask_memory_;
     cublasLtHandle_t lt_ = nullptr;
     void* workspace_ = nullptr;
     std::vector<Prepared> steps_;

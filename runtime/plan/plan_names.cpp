@@ -9,6 +9,7 @@ const char* step_kind_name(StepKind k) {
         case StepKind::attention: return "attention";
         case StepKind::key_valid: return "key_valid";
         case StepKind::copy: return "copy";
+        case StepKind::mask_convert: return "mask_convert";
     }
     return "unknown";
 }

@@ -188,6 +188,7 @@ void decode_masks(Cursor& c, Plan& p) {
         try {
             e.spec = c.str("spec");
             e.kernel_reason = c.str("kernel_reason");
+            e.runtime = c.flag("runtime");
             SparseMask& m = e.mask;
             m.rows = c.i32("rows");
             m.cols = c.i32("cols");
@@ -216,7 +217,7 @@ AttentionOperand decode_operand(Cursor& c) {
 }
 
 void decode_step(Cursor& c, Step& s) {
-    s.kind = c.enumeration<StepKind>(static_cast<uint8_t>(StepKind::copy), "kind");
+    s.kind = c.enumeration<StepKind>(static_cast<uint8_t>(StepKind::mask_convert), "kind");
     s.label = c.str("label");
     s.nodes = c.str("nodes");
     switch (s.kind) {
@@ -305,6 +306,10 @@ void decode_step(Cursor& c, Step& s) {
             k.bytes = c.u64("bytes");
             break;
         }
+        case StepKind::mask_convert:
+            s.mask_convert.keep = c.i32("keep");
+            s.mask_convert.mask = c.i32("mask");
+            break;
     }
 }
 

@@ -42,6 +42,7 @@ public:
 private:
     const Plan& p_;
     std::vector<int64_t> bytes_;  // per tensor
+    std::vector<char> filled_;    // per mask: its arrays exist by the step being checked
 
     // --- tensors ---------------------------------------------------------------
 
@@ -117,11 +118,27 @@ private:
     }
 
     void check_masks() {
+        filled_.assign(p_.masks.size(), 0);
         for (size_t i = 0; i < p_.masks.size(); ++i) {
             const SparseMask& m = p_.masks[i].mask;
             try {
                 STOF_CHECK(m.rows >= 0 && m.cols >= 0 && m.rows <= kMaxMaskSide && m.cols <= kMaxMaskSide,
                            "size {}x{} is out of range", m.rows, m.cols);
+                if (p_.masks[i].runtime) {
+                    STOF_CHECK(m.row_ptr.empty() && m.col_idx.empty() && m.bitmap_idx.empty() && m.bitmaps.empty(),
+                               "a run-time mask carries arrays");
+                    STOF_CHECK(m.rows >= 1 && m.cols >= 1 && m.mask_batch >= 1 && m.mask_heads >= 1 &&
+                                   m.mask_batch <= 65535 && m.mask_heads <= 65535,
+                               "sizes {}x{} with {}x{} patterns must be positive", m.rows, m.cols, m.mask_batch,
+                               m.mask_heads);
+                    for (int32_t t : {m.tile_m, m.tile_n})
+                        STOF_CHECK(t >= 8 && t <= 256 && t % 8 == 0, "tile side {} is not a multiple of 8 in 8..256", t);
+                    const i128 tiles = static_cast<i128>(m.mask_batch) * m.mask_heads * ((m.rows + m.tile_m - 1) / m.tile_m) *
+                                       ((m.cols + m.tile_n - 1) / m.tile_n);
+                    STOF_CHECK(tiles + 1 <= 0x7ffffffe, "{} tiles are too many", static_cast<int64_t>(tiles));
+                    continue;
+                }
+                filled_[i] = 1;
                 m.validate();
             } catch (const Error& e) {
                 STOF_FAIL("masks: mask {} ('{}'): {}", i, p_.masks[i].spec, e.what());
@@ -154,6 +171,7 @@ private:
             case StepKind::attention: return check_attention(s.attention);
             case StepKind::key_valid: return check_key_valid(s.key_valid);
             case StepKind::copy: return check_copy(s.copy);
+            case StepKind::mask_convert: return check_mask_convert(s.mask_convert);
         }
         STOF_FAIL("unknown step kind {}", static_cast<int>(s.kind));
     }
@@ -259,6 +277,7 @@ private:
         STOF_CHECK(std::isfinite(a.scale), "scale {} is not finite", a.scale);
         STOF_CHECK(a.mask >= 0 && static_cast<size_t>(a.mask) < p_.masks.size(), "mask index {} is out of range ({} masks)",
                    a.mask, p_.masks.size());
+        STOF_CHECK(filled_[a.mask], "run-time mask {} is read before a mask_convert step fills it", a.mask);
         const SparseMask& m = p_.masks[a.mask].mask;
         STOF_CHECK(m.rows == a.seq_q && m.cols == a.seq_k, "mask {} is {}x{}, the scores {}x{}", a.mask, m.rows, m.cols,
                    a.seq_q, a.seq_k);
@@ -292,6 +311,19 @@ private:
         STOF_CHECK(words.dtype == DType::i64, "words '{}' is {}, not i64", words.name, dtype_name(words.dtype));
         inside(k.words, 0, static_cast<i128>(k.batch) * ((static_cast<int64_t>(k.seq) + 63) / 64), "words");
         writable(k.words, "words");
+    }
+
+    void check_mask_convert(const MaskConvertStep& c) {
+        STOF_CHECK(c.mask >= 0 && static_cast<size_t>(c.mask) < p_.masks.size(), "mask index {} is out of range ({} masks)",
+                   c.mask, p_.masks.size());
+        STOF_CHECK(p_.masks[c.mask].runtime, "mask {} is not a run-time mask", c.mask);
+        const SparseMask& m = p_.masks[c.mask].mask;
+        const TensorDesc& keep = tensor(c.keep, "keep");
+        STOF_CHECK(keep.dtype == DType::boolean, "keep '{}' is {}, not bool", keep.name, dtype_name(keep.dtype));
+        STOF_CHECK(bytes_[c.keep] == static_cast<i128>(m.mask_batch) * m.mask_heads * m.rows * m.cols,
+                   "keep '{}' {} does not hold [{}, {}, {}, {}]", keep.name, shape_str(keep.shape), m.mask_batch,
+                   m.mask_heads, m.rows, m.cols);
+        filled_[c.mask] = 1;
     }
 
     void check_copy(const CopyStep& c) {

@@ -18,6 +18,7 @@ std::vector<int32_t> step_tensors(const Step& s) {
             break;
         case StepKind::key_valid: t = {s.key_valid.mask, s.key_valid.words}; break;
         case StepKind::copy: t = {s.copy.src, s.copy.dst}; break;
+        case StepKind::mask_convert: t = {s.mask_convert.keep}; break;
     }
     t.erase(std::remove(t.begin(), t.end(), -1), t.end());
     return t;

@@ -596,7 +596,27 @@ def chains(d):
                {"x": d.f(2, 3, 4)}, ["y"], {"i0": s64(0), "ax0": i64(0), "m1": i64(-1)})
 
 
-BUILDERS = [elementwise_binary, unary, cast, reductions, linear, resize, layout, chains]
+def attention(d):
+    """Attention whose mask is a full [B,1,S,S] model input (bool, or float 1 = keep
+    made additive), with the causal pattern on top: compiled in fp16, the mask is
+    converted to the sparse format on the GPU every run. Every row keeps its
+    diagonal, so no row loses every key."""
+    B, H, S, D = 2, 2, 80, 64
+    keep = d.b(B, 1, S, S) | np.eye(S, dtype=bool)
+    causal = np.tril(np.ones((S, S), dtype=bool))
+    qkv = {"q": d.f(B, H, S, D), "k": d.f(B, H, S, D), "v": d.f(B, H, S, D)}
+    head = [N("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]), N("MatMul", ["q", "kt"], ["s0"]),
+            N("Mul", ["s0", "scale"], ["s"]), N("Where", ["causal", "s", "neg_inf"], ["sc"])]
+    tail = [N("Softmax", ["m"], ["p"], axis=-1), N("MatMul", ["p", "v"], ["y"])]
+    inits = {"scale": f32(D ** -0.5), "causal": causal, "neg_inf": f32(-np.inf)}
+    yield Case("Attention_full_bool_mask_op17", "Attention", 17, head + [N("Where", ["mask", "sc", "neg_inf"], ["m"])] + tail,
+               {**qkv, "mask": keep}, ["y"], inits, tol="red")
+    yield Case("Attention_full_float_mask_op17", "Attention", 17,
+               head + [N("Sub", ["one", "mask"], ["inv"]), N("Mul", ["inv", "big"], ["add"]), N("Add", ["sc", "add"], ["m"])] + tail,
+               {**qkv, "mask": keep.astype(np.float32)}, ["y"], {**inits, "one": f32(1.0), "big": f32(-1e9)}, tol="red")
+
+
+BUILDERS = [elementwise_binary, unary, cast, reductions, linear, resize, layout, chains, attention]
 
 
 def build_model(c):

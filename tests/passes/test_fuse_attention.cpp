@@ -349,6 +349,48 @@ TEST_CASE("selection masks (Where) and chains of mask nodes are recognised", "[c
         CHECK(count(r.fused, ir::Op::SparseAttention) == 0);
         CHECK(compare(r.after, r.before, 0, 0).ok);
     }
+    SECTION("a full [B,H,Sq,Sk] mask input becomes a keep computed at run time, with the model's causal pattern") {
+        for (const int type : {int(onnx::TensorProto::BOOL), int(onnx::TensorProto::FLOAT)}) {
+            test::OnnxBuilder b = selection_model([type](test::OnnxBuilder& m) {
+                m.input("full", type, {1, 2, 16, 16});
+                m.node("Where", {"causal", "s", "neg_inf"}, {"w"});
+                if (type == onnx::TensorProto::BOOL) {
+                    m.node("Where", {"full", "w", "lowest"}, {"masked"});
+                } else {  // additive: (1 - full) * -1e9
+                    m.node("Sub", {"one", "full"}, {"full_inv"});
+                    m.node("Mul", {"full_inv", "big"}, {"full_add"});
+                    m.node("Add", {"w", "full_add"}, {"masked"});
+                }
+            });
+            TensorMap f = feeds;
+            std::mt19937_64 rng(11);
+            Tensor full(type == onnx::TensorProto::BOOL ? DType::boolean : DType::f32, {1, 2, 16, 16});
+            for (int64_t k = 0; k < full.numel(); ++k)  // the diagonal kept: no row loses every key
+                full.set_i64(k, (rng() & 3) != 0 || k % 16 == (k / 16) % 16);
+            f["full"] = full;
+            const BeforeAfter r = before_after(b, f);
+            REQUIRE(count(r.fused, ir::Op::SparseAttention) == 1);
+            const ir::Node& a = attention(r.fused, 0);
+            REQUIRE(a.inputs.size() >= 4);
+            const ir::Value& keep = r.fused.value(a.inputs[3]);
+            CHECK(!keep.data);  // computed at run time
+            CHECK(keep.dtype == DType::boolean);
+            CHECK(keep.shape == Shape({1, 2, 16, 16}));
+            CHECK(count(r.fused, ir::Op::And) == 1);  // the input and the causal pattern
+            CHECK(compare(r.after, r.before, 1e-5, 1e-6).ok);
+        }
+    }
+    SECTION("a [B,H,Sq,Sk] input that scales the scores is no mask") {
+        test::OnnxBuilder b = selection_model([](test::OnnxBuilder& m) {
+            m.input("full", onnx::TensorProto::FLOAT, {1, 2, 16, 16});
+            m.node("Mul", {"s", "full"}, {"masked"});
+        });
+        TensorMap f = feeds;
+        f["full"] = test::random_tensor(DType::f32, {1, 2, 16, 16}, *std::make_unique<std::mt19937_64>(3));
+        const BeforeAfter r = before_after(b, f);
+        CHECK(count(r.fused, ir::Op::SparseAttention) == 0);
+        CHECK(compare(r.after, r.before, 0, 0).ok);
+    }
     SECTION("a finite fill is no mask") {
         test::OnnxBuilder b = selection_model([](test::OnnxBuilder& m) { m.node("Where", {"causal", "s", "zero"}, {"masked"}); });
         const BeforeAfter r = before_after(b, feeds);

@@ -211,6 +211,10 @@ void check_same_step(const plan::Step& a, const plan::Step& b) {
             CHECK(a.copy.dst_offset == b.copy.dst_offset);
             CHECK(a.copy.bytes == b.copy.bytes);
             break;
+        case plan::StepKind::mask_convert:
+            CHECK(a.mask_convert.keep == b.mask_convert.keep);
+            CHECK(a.mask_convert.mask == b.mask_convert.mask);
+            break;
     }
 }
 
@@ -255,6 +259,7 @@ void check_same(const plan::Plan& a, const plan::Plan& b) {
         const SparseMask &x = a.masks[i].mask, &y = b.masks[i].mask;
         CHECK(a.masks[i].spec == b.masks[i].spec);
         CHECK(a.masks[i].kernel_reason == b.masks[i].kernel_reason);
+        CHECK(a.masks[i].runtime == b.masks[i].runtime);
         CHECK(x.rows == y.rows);
         CHECK(x.cols == y.cols);
         CHECK(x.tile_m == y.tile_m);
@@ -619,6 +624,19 @@ TEST_CASE("a plan with valid checksums but inconsistent contents fails validatio
          "schedule step 1 (key_valid): words reaches byte 268435456 of 'key_valid', which has 16 bytes"},
         {"mask tile column", [](plan::Plan& p) { p.masks[0].mask.col_idx[0] = 77; },
          "masks: mask 0 ('causal|global:1'): sparse mask: tile column 77 out of range"},
+        {"run-time mask with arrays", [](plan::Plan& p) { p.masks[0].runtime = true; },
+         "masks: mask 0 ('causal|global:1'): a run-time mask carries arrays"},
+        {"run-time mask read before it is filled", [](plan::Plan& p) {
+             p.masks[0].runtime = true;
+             p.masks[0].mask.row_ptr.clear(), p.masks[0].mask.col_idx.clear();
+             p.masks[0].mask.bitmap_idx.clear(), p.masks[0].mask.bitmaps.clear();
+         },
+         "schedule step 2 (attention): run-time mask 0 is read before a mask_convert step fills it"},
+        {"mask_convert into a static mask", [](plan::Plan& p) {
+             p.steps[1].kind = plan::StepKind::mask_convert;
+             p.steps[1].mask_convert = {1, 0};
+         },
+         "schedule step 1 (key_valid): mask 0 is not a run-time mask"},
         {"arena size", [](plan::Plan& p) { p.arena_bytes = 2048; },
          "tensors: tensor 1 ('attention_mask'): bytes 2048..2304 lie outside the arena buffer (2048 bytes)"},
         {"output index", [](plan::Plan& p) { p.outputs[1] = 12; }, "tensors: output index 12 is out of range (10 tensors)"},

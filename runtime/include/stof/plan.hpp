@@ -94,7 +94,7 @@ struct AttentionStep {
     AttentionOperand q, k, v, o;
     int32_t batch = 0, heads = 0, kv_heads = 0, seq_q = 0, seq_k = 0, head_dim = 0;
     float scale = 1;
-    int32_t mask = -1;       // index into Plan::masks
+    int32_t mask = -1;       // index into Plan::masks (a run-time one after the mask_convert step that fills it)
     int32_t key_valid = -1;  // tensor of [batch, ceil(seq_k/64)] u64 validity words, or -1
     int32_t bias = -1;       // tensor of additive bias (dtype of q), or -1
     int64_t bias_stride_h = 0, bias_stride_s = 0;
@@ -108,12 +108,20 @@ struct KeyValidStep {
     int32_t batch = 0, seq = 0;
 };
 
+// Converts a dense keep tensor that arrives at run time (bool, contiguous
+// [mask_batch, mask_heads, rows, cols] of the run-time mask entry, nonzero = keep)
+// into that entry's two-level sparse mask, on the GPU, every run.
+struct MaskConvertStep {
+    int32_t keep = -1;  // tensor index
+    int32_t mask = -1;  // index into Plan::masks; a run-time entry
+};
+
 struct CopyStep {
     int32_t src = -1, dst = -1;
     uint64_t src_offset = 0, dst_offset = 0, bytes = 0;
 };
 
-enum class StepKind : uint8_t { launch = 0, gemm = 1, attention = 2, key_valid = 3, copy = 4 };
+enum class StepKind : uint8_t { launch = 0, gemm = 1, attention = 2, key_valid = 3, copy = 4, mask_convert = 5 };
 
 struct Step {
     StepKind kind = StepKind::launch;
@@ -124,10 +132,14 @@ struct Step {
     AttentionStep attention;
     KeyValidStep key_valid;
     CopyStep copy;
+    MaskConvertStep mask_convert;
 };
 
 struct MaskEntry {
     std::string spec;         // the mask spec or a description of its origin
+    // Run time: filled on the GPU by a mask_convert step every run; `mask` holds only
+    // rows, cols, tile_m, tile_n, mask_batch and mask_heads (no arrays).
+    bool runtime = false;
     SparseMask mask;
     std::string kernel_reason;  // why the selector chose the kernel
 };
@@ -156,7 +168,7 @@ struct Plan {
 // The tensors step s reads or writes (absent optional ones left out), in no particular order.
 std::vector<int32_t> step_tensors(const Step& s);
 
-// "launch", "gemm", "attention", "key_valid", "copy" and "none", "bias", "gelu", ...
+// "launch", "gemm", "attention", "key_valid", "copy", "mask_convert" and "none", "bias", "gelu", ...
 const char* step_kind_name(StepKind k);
 const char* epilogue_name(Epilogue e);
 

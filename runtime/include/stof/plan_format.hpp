@@ -4,7 +4,7 @@
 //
 // All integers are little-endian; f32 values are stored as their IEEE bits.
 //
-// File (format version 1):
+// File (format version 2):
 //   offset  size
 //   0       8     magic "STOFPLAN"
 //   8       4     u32 format version (kFormatVersion)
@@ -44,9 +44,9 @@
 //                               u64 cubin_offset, u64 cubin_size, u64 ptx_offset, u64 ptx_size },
 //             then the blob area: every kernel's cubin and PTX (no NUL) bytes; offsets are
 //             relative to the start of the blob area, which runs to the end of the section.
-//   masks     mask[] { str spec, str kernel_reason, i32 rows, i32 cols, i32 tile_m, i32 tile_n,
-//                      i32 mask_batch, i32 mask_heads, i32[] row_ptr, i32[] col_idx,
-//                      i32[] bitmap_idx, u64[] bitmaps }
+//   masks     mask[] { str spec, str kernel_reason, u8 runtime, i32 rows, i32 cols, i32 tile_m,
+//                      i32 tile_n, i32 mask_batch, i32 mask_heads, i32[] row_ptr, i32[] col_idx,
+//                      i32[] bitmap_idx, u64[] bitmaps }   (a runtime mask has empty arrays)
 //   schedule  step[] { u8 kind (StepKind), str label, str nodes, then the payload of that
 //                      kind only:
 //     launch     i32 kernel, u32 grid[3], u32 block[3], u32 shared_bytes,
@@ -58,7 +58,8 @@
 //                i32 batch, heads, kv_heads, seq_q, seq_k, head_dim; f32 scale;
 //                i32 mask, key_valid, bias; i64 bias_stride_h, bias_stride_s; i32 kernel
 //     key_valid  i32 mask, words, batch, seq
-//     copy       i32 src, dst; u64 src_offset, dst_offset, bytes }
+//     copy       i32 src, dst; u64 src_offset, dst_offset, bytes
+//     mask_convert  i32 keep, mask }
 //   weights   the raw contents of the weights buffer (its payload is 256-byte aligned in
 //             the file, so it can be uploaded from a mapping of the file as is)
 //
@@ -71,7 +72,7 @@
 namespace stof::plan {
 
 constexpr char kMagic[8] = {'S', 'T', 'O', 'F', 'P', 'L', 'A', 'N'};
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;
 
 constexpr uint64_t kVersionFieldOffset = 12;
 constexpr uint64_t kVersionFieldBytes = 32;
@@ -82,7 +83,7 @@ constexpr uint64_t kSectionNameBytes = 16;
 constexpr uint64_t kSectionAlignment = 256;
 constexpr uint32_t kMaxSections = 64;
 
-// The sections of format version 1, in the order the writer emits them.
+// The sections of format version 2, in the order the writer emits them.
 constexpr const char* kSectionNames[] = {"meta", "tensors", "kernels", "masks", "schedule", "weights"};
 constexpr size_t kSectionCount = sizeof(kSectionNames) / sizeof(kSectionNames[0]);
 
