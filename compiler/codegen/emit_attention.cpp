@@ -31,10 +31,15 @@ void emit_attention(LowerState& st, const ir::Node& n) {
                             kd = ir::attention_dims(g.value(n.inputs[1]).shape, layout.k);
     const int64_t B = qd.b, H = heads.heads, Sq = qd.s, D = qd.d, Hk = heads.kv_heads, Sk = kd.s;
     const DType dt = float_storage(st.plan.meta.precision);
-    // The tensor as it is (all its heads), from its first used head on.
-    auto operand = [&](ir::ValueId v, char l, int64_t head_offset) {
+    // The tensor as it is (all its heads), from its first used head on; in another
+    // dtype, an input converted now, the output written to a temporary converted after.
+    auto operand = [&](ir::ValueId v, char l, int64_t head_offset, bool output = false) {
         int32_t t = st.tensor(v);
-        if (st.plan.tensors[static_cast<size_t>(t)].dtype != dt) t = emit_convert(st, t, dt);
+        if (st.plan.tensors[static_cast<size_t>(t)].dtype != dt) {
+            const plan::TensorDesc d = st.plan.tensors[static_cast<size_t>(t)];  // a copy: add_tensor may reallocate
+            t = output ? st.add_tensor(d.name + "_" + dtype_name(dt), dt, d.shape, plan::TensorRole::intermediate)
+                       : emit_convert(st, t, dt);
+        }
         const ir::AttentionStrides s = ir::attention_strides(ir::attention_dims(g.value(v).shape, l), l);
         plan::AttentionOperand o;
         o.tensor = t;
@@ -48,9 +53,7 @@ void emit_attention(LowerState& st, const ir::Node& n) {
     a.q = operand(n.inputs[0], layout.q, heads.offset[0]);
     a.k = operand(n.inputs[1], layout.k, heads.offset[1]);
     a.v = operand(n.inputs[2], layout.v, heads.offset[2]);
-    a.o = operand(n.outputs[0], layout.o, 0);
-    STOF_CHECK(st.plan.tensors[static_cast<size_t>(a.o.tensor)].dtype == dt, "{}: output is not stored as {}", n.label(),
-               dtype_name(dt));
+    a.o = operand(n.outputs[0], layout.o, 0, true);
     a.batch = static_cast<int32_t>(B);
     a.heads = static_cast<int32_t>(H);
     a.kv_heads = static_cast<int32_t>(Hk);
@@ -156,6 +159,7 @@ void emit_attention(LowerState& st, const ir::Node& n) {
     s.nodes = n.name;
     s.attention = a;
     st.add_step(std::move(s));
+    if (const int32_t out = st.tensor(n.outputs[0]); out != a.o.tensor) emit_convert_into(st, a.o.tensor, out);
 }
 
 }  // namespace stof::codegen
