@@ -30,6 +30,12 @@ MODELS = {
     "whisper-tiny-encoder-1layer": ("whisper", "onnxscript.rewriter.models._whisper_encoder", lambda r: {
         "audio_features": r.standard_normal((1, 80, 3000)).astype(np.float32),
     }),
+    "phi2-1layer": ("phi", "onnxscript.rewriter.models._phi2lm", lambda r: {
+        "input_ids": r.integers(0, 51200, (2, 8)).astype(np.int64),
+        "attention_mask": np.array([[1] * 12, [0, 0] + [1] * 10], dtype=np.int64),  # row 1: two padded past keys
+        "past_key_values_key_cache_0": r.standard_normal((2, 32, 4, 80)).astype(np.float32),
+        "past_key_values_value_cache_0": r.standard_normal((2, 32, 4, 80)).astype(np.float32),
+    }),
     "bart-encoder-2layer": ("bart", "onnxscript.rewriter.models._bart_encoder", lambda r: {
         "input_ids": r.integers(0, 1024, (1, 16)).astype(np.int64),
     }),
