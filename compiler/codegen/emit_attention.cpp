@@ -18,7 +18,7 @@ namespace stof::codegen {
 bool attention_on_kernels(const ir::Graph& g, const ir::Node& n, const std::string& precision) {
     if (precision != "fp16" && precision != "bf16") return false;
     const int64_t d = g.value(n.inputs[0]).shape[3];
-    if (d != 32 && d != 64 && d != 128) return false;
+    if (d != 32 && d != 64 && d != 80 && d != 96 && d != 128) return false;
     // The kernels broadcast the bias over batch only.
     return n.inputs.size() <= 4 || n.inputs[4] == ir::kNoValue || g.value(n.inputs[4]).shape[0] == 1;
 }

@@ -11,7 +11,8 @@
 // Full tiles whose keys are all valid and in range do no mask work at all.
 //
 // Shared memory (SMEM_BYTES): [stage 0: K | V][stage 1: K | V][bitmaps: stage x half x 64 words].
-// K, V and Q tiles are row-major with D halves per row, the 16-byte chunk c of row r
+// K, V and Q tiles are row-major with DP halves per row (D rounded up to 32, 64 or
+// 128; chunks past D are never written or read), the 16-byte chunk c of row r
 // stored at chunk c ^ swizzle(r) (conflict-free ldmatrix and cp.async). Q is staged in
 // stage 1 before the loop, O in stage 0 after it.
 #pragma once
@@ -29,20 +30,23 @@ template <> struct ElemOf<ElemType::f16> { using type = __half; };
 template <> struct ElemOf<ElemType::bf16> { using type = __nv_bfloat16; };
 
 template <int D, int BM> struct BlockWiseTraits {
-    static_assert(D == 32 || D == 64 || D == 128, "block-wise attention: head_dim must be 32, 64 or 128");
+    static_assert(D == 32 || D == 64 || D == 80 || D == 96 || D == 128,
+                  "block-wise attention: head_dim must be 32, 64, 80, 96 or 128");
     static_assert(BM == 64 || BM == 128, "block-wise attention: block_m must be 64 or 128");
     static constexpr int BN = 64;                          // key columns per tile (mask tile_n)
     static constexpr int WARPS = BM / 16;
     static constexpr int THREADS = WARPS * 32;
-    static constexpr int CHUNKS = D / 8;                   // 16-byte chunks per row
-    static constexpr int ROW_BYTES = D * 2;
+    static constexpr int DP = D <= 32 ? 32 : D <= 64 ? 64 : 128;  // the row in shared memory
+    static constexpr int CHUNKS = DP / 8;                  // 16-byte chunks per shared-memory row
+    static constexpr int DCHUNKS = D / 8;                  // of which hold data
+    static constexpr int ROW_BYTES = DP * 2;
     static constexpr int TILE_BYTES = BN * ROW_BYTES;      // one K or V tile
     static constexpr int STAGE_BYTES = 2 * TILE_BYTES;     // K then V
     static constexpr int BITMAP_HALF_BYTES = 64 * 8;       // 64 8x8 words: 64 rows x 64 columns
     static constexpr int BITMAP_OFFSET = 2 * STAGE_BYTES;
     static constexpr int SMEM_BYTES = 2 * STAGE_BYTES + 2 * 2 * BITMAP_HALF_BYTES;
     static constexpr int ROWS_PER_PASS = THREADS / CHUNKS; // rows one cp.async pass covers
-    // Register budget: D <= 64 fits 128 registers a thread, D = 128 needs the full 255.
+    // Register budget: D <= 64 fits 128 registers a thread, larger D needs the full 255.
     static constexpr int MIN_BLOCKS = D <= 64 ? 256 * 2 / THREADS : 128 * 2 / THREADS;
     static_assert(BM * ROW_BYTES <= STAGE_BYTES, "block-wise attention: the Q tile must fit in one stage");
     static_assert(ROWS_PER_PASS % 8 == 0, "block-wise attention: a copy pass must cover whole swizzle periods");
@@ -114,7 +118,9 @@ __global__ void __launch_bounds__(BlockWiseTraits<D, BM>::THREADS, BlockWiseTrai
     const uint32_t sbase = smem_addr(smem);
 
     // This thread's part of every tile copy: chunk cp_c of rows cp_r, cp_r + RPP, ...
+    // (nothing when cp_c is past the head dim).
     const int cp_c = tid % CHUNKS, cp_r = tid / CHUNKS;
+    const bool cp_on = cp_c < Tr::DCHUNKS;
     const uint32_t cp_dst = cp_r * ROW_BYTES + ((cp_c ^ Tr::swizzle(cp_r & 7)) << 4);
 
     // Q -> stage 1.
@@ -122,8 +128,8 @@ __global__ void __launch_bounds__(BlockWiseTraits<D, BM>::THREADS, BlockWiseTrai
     for (int i = 0; i < BM / RPP; ++i) {
         const int qi = q0 + cp_r + i * RPP;
         const bool ok = qi < p.seq_q;
-        cp_async_16(sbase + Tr::STAGE_BYTES + cp_dst + i * RPP * ROW_BYTES,
-                    qg + (ok ? qi : 0) * p.q_ss + cp_c * 8, ok);
+        if (cp_on)
+            cp_async_16(sbase + Tr::STAGE_BYTES + cp_dst + i * RPP * ROW_BYTES, qg + (ok ? qi : 0) * p.q_ss + cp_c * 8, ok);
     }
     cp_async_commit();
 
@@ -175,8 +181,10 @@ __global__ void __launch_bounds__(BlockWiseTraits<D, BM>::THREADS, BlockWiseTrai
             const int key = k0 + cp_r + i * RPP;
             const bool ok = key < p.seq_k;
             const int64_t kr = ok ? key : 0;
-            cp_async_16(dst + i * RPP * ROW_BYTES, kg + kr * p.k_ss + cp_c * 8, ok);
-            cp_async_16(dst + Tr::TILE_BYTES + i * RPP * ROW_BYTES, vg + kr * p.v_ss + cp_c * 8, ok);
+            if (cp_on) {
+                cp_async_16(dst + i * RPP * ROW_BYTES, kg + kr * p.k_ss + cp_c * 8, ok);
+                cp_async_16(dst + Tr::TILE_BYTES + i * RPP * ROW_BYTES, vg + kr * p.v_ss + cp_c * 8, ok);
+            }
         }
         if (tid < 64) {
             const int hf = tid >> 5, c = tid & 31;
@@ -364,7 +372,7 @@ __global__ void __launch_bounds__(BlockWiseTraits<D, BM>::THREADS, BlockWiseTrai
     for (int i = 0; i < 16 * CHUNKS / 32; ++i) {
         const int idx = lane + 32 * i, r = wrow + idx / CHUNKS, c = idx % CHUNKS;
         const int qi = q0 + r;
-        if (qi < p.seq_q) {
+        if (qi < p.seq_q && c < Tr::DCHUNKS) {
             const uint4 val = *reinterpret_cast<const uint4*>(smem + r * ROW_BYTES + ((c ^ Tr::swizzle(r & 7)) << 4));
             *reinterpret_cast<uint4*>(og + qi * p.o_ss + c * 8) = val;
         }

@@ -21,23 +21,27 @@ namespace stof::kernels::attn {
 
 constexpr int kRowWiseWarps = 4;
 
-template <int D> struct RowSlice;  // a lane's D/32 elements of a row: 1 (half a word), 2 (one word) or 4 (two words)
+// A lane's slice of a row of V and O: 1 element (half a word), 2 (one word) or 4 (two
+// words); D / PER_LANE lanes hold one (all 32, except for D = 80 and 96).
+template <int D> struct RowSlice {
+    using type = uint2;
+};
 template <> struct RowSlice<32> {
     using type = unsigned short;
 };
 template <> struct RowSlice<64> {
     using type = uint32_t;
 };
-template <> struct RowSlice<128> {
-    using type = uint2;
-};
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kRowWiseWarps * 32, 6) row_wise_kernel(const AttnParams p) {
-    static_assert(D == 32 || D == 64 || D == 128, "row-wise attention: head_dim must be 32, 64 or 128");
+    static_assert(D == 32 || D == 64 || D == 80 || D == 96 || D == 128,
+                  "row-wise attention: head_dim must be 32, 64, 80, 96 or 128");
     using Slice = typename RowSlice<D>::type;
-    constexpr int NV = D / 8;          // 16-byte vectors per row
-    constexpr int PER_LANE = D / 32;   // output elements per lane
+    constexpr int NV = D / 8;                                  // 16-byte vectors per row
+    constexpr int PER_LANE = static_cast<int>(sizeof(Slice)) / 2;  // output elements per lane
+    constexpr int LANES = D / PER_LANE;                        // lanes holding a slice
+    const bool has_slice = (threadIdx.x & 31) < LANES;
     constexpr int GROUP = 8;           // V rows in flight
 
     const int lane = threadIdx.x & 31;
@@ -126,7 +130,7 @@ __global__ void __launch_bounds__(kRowWiseWarps * 32, 6) row_wise_kernel(const A
             while (bits) {  // warp-uniform
                 int kc[GROUP];
                 float pk[GROUP];
-                Slice vv[GROUP];
+                Slice vv[GROUP]{};
 #pragma unroll
                 for (int u = 0; u < GROUP; ++u) {
                     kc[u] = bits ? __ffs(bits) - 1 : -1;
@@ -136,7 +140,7 @@ __global__ void __launch_bounds__(kRowWiseWarps * 32, 6) row_wise_kernel(const A
                 for (int u = 0; u < GROUP; ++u) pk[u] = __shfl_sync(0xffffffffu, pr, kc[u] < 0 ? 0 : kc[u]);
 #pragma unroll
                 for (int u = 0; u < GROUP; ++u)
-                    if (kc[u] >= 0)
+                    if (kc[u] >= 0 && has_slice)
                         vv[u] = __ldg(reinterpret_cast<const Slice*>(vg + static_cast<int64_t>(j0 + kc[u]) * p.v_ss) + lane);
 #pragma unroll
                 for (int u = 0; u < GROUP; ++u) {
@@ -163,6 +167,7 @@ __global__ void __launch_bounds__(kRowWiseWarps * 32, 6) row_wise_kernel(const A
     for (int off = 16; off > 0; off >>= 1) lsum += __shfl_xor_sync(0xffffffffu, lsum, off);
     const float inv = lsum > 0.f ? 1.f / lsum : 0.f;
     T* orow = static_cast<T*>(p.o) + b * p.o_sb + h * p.o_sh + i * p.o_ss;
+    if (!has_slice) return;
     if constexpr (PER_LANE == 1) {
         reinterpret_cast<unsigned short*>(orow)[lane] = static_cast<unsigned short>(pack2<T>(acc[0] * inv, 0.f));
     } else if constexpr (PER_LANE == 2) {

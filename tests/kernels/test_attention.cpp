@@ -68,7 +68,7 @@ TEST_CASE("attention: dtypes, head dims, layouts, GQA", "[gpu][kernels][attentio
     STOF_REQUIRE_GPU();
     auto rng = kernel_test_rng();
     for (const ElemType dt : {ElemType::f16, ElemType::bf16})
-        for (const int D : {32, 64, 128})
+        for (const int D : {32, 64, 80, 96, 128})
             for (const Layout layout : {Layout::bhsd, Layout::bshd}) {
                 AttentionCase c;
                 c.dtype = dt;
@@ -209,5 +209,7 @@ TEST_CASE("attention: small cases for compute-sanitizer", "[gpu][kernels][attent
             check_all_kernels(c, std::string(fam) + " D128 bf16 S=" + std::to_string(S), rng);
             c.head_dim = 32;
             check_all_kernels(c, std::string(fam) + " D32 bf16 S=" + std::to_string(S), rng);
+            c.head_dim = 80;
+            check_all_kernels(c, std::string(fam) + " D80 bf16 S=" + std::to_string(S), rng);
         }
 }

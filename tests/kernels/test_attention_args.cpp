@@ -42,8 +42,8 @@ TEST_CASE("check_attention_args accepts valid arguments and names what is wrong"
     for (const auto k : {AttentionKernel::block_wise, AttentionKernel::row_wise}) {
         CHECK(check_attention_args(valid_args(), k).empty());
         auto a = valid_args();
-        a.head_dim = 96;
-        require_error(a, k, "head_dim 96 is not supported");
+        a.head_dim = 48;
+        require_error(a, k, "head_dim 48 is not supported");
         a = valid_args();
         a.kv_heads = 3;
         require_error(a, k, "does not divide");

@@ -128,7 +128,7 @@ TEST_CASE("C API: mask upload, stats, attention", "[gpu][c_api]") {
     std::memset(&p, 0, sizeof p);
     p.mask = m;
     p.dtype = STOF_DTYPE_F16;
-    p.head_dim = 96;
+    p.head_dim = 48;
     CHECK(stof_attention(&p, nullptr) == STOF_ERROR_INVALID_ARGUMENT);
     CHECK(std::string(stof_last_error()).find("stof_attention:") != std::string::npos);
     cudaFree(dq);
