@@ -34,6 +34,7 @@ GRIDS = {
     "paper": ([(b, 12, 64, s) for b in (1, 8, 16) for s in (128, 256, 512, 1024, 2048, 4096)],
               ["causal", "paper_sliding", "paper_longformer", "paper_bigbird"]),
     "quick": ([(2, 12, 64, 1024), (1, 16, 128, 2048)], ["causal", "sliding", "bigbird"]),
+    "headdims": ([(4, 16, d, 2048) for d in (32, 64, 80, 96, 128)], ["causal", "sliding", "bigbird"]),
 }
 PEERS = ["sdpa_mask", "flash", "cudnn", "flex"]
 
