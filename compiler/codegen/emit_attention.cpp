@@ -95,6 +95,9 @@ void emit_attention(LowerState& st, const ir::Node& n) {
         a.kernel = st.attention_kernel == "row-wise" ? 1 : 0;
         spdlog::info("{}: mask {} built at run time from '{}', {} kernel", n.label(), n.attrs.s("mask", "dense"),
                      g.value(n.inputs[3]).name, a.kernel == 1 ? "row-wise" : "block-wise");
+    } else if (auto [it, fresh] = st.static_masks.try_emplace({has_keep ? n.inputs[3] : ir::kNoValue, Sq, Sk});
+               !fresh) {  // the same pattern as an earlier attention
+        std::tie(a.mask, a.kernel) = it->second;
     } else {
         // The pattern: the keep constant ([Sq,Sk] or [1|B,1|H,Sq,Sk]) or all kept.
         plan::MaskEntry entry;
@@ -119,6 +122,7 @@ void emit_attention(LowerState& st, const ir::Node& n) {
         entry.kernel_reason = choice.reason;
         a.kernel = choice.kernel == "row-wise" ? 1 : 0;
         a.mask = static_cast<int32_t>(st.plan.masks.size());
+        it->second = {a.mask, a.kernel};
         st.plan.masks.push_back(std::move(entry));
         spdlog::info("{}: mask {} density {:.4f}, tiles {} empty / {} full / {} partial, {} kernel ({})", n.label(),
                      n.attrs.s("mask", "dense"), stats.density, stats.empty_tiles, stats.full_tiles, stats.partial_tiles,

@@ -6,6 +6,7 @@
 #include "stof/plan.hpp"
 
 #include <map>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ struct LowerState {
     std::vector<KernelJob> jobs;      // kernels of the launch steps, in step order
     std::map<ir::ValueId, int32_t> key_valid_words;  // padding input → its packed validity words
     std::map<ir::ValueId, int32_t> runtime_masks;    // run-time keep value → the plan mask converted from it
+    // (constant keep value or kNoValue, Sq, Sk) → its plan mask and attention kernel (0 block-wise, 1 row-wise)
+    std::map<std::tuple<ir::ValueId, int64_t, int64_t>, std::pair<int32_t, int32_t>> static_masks;
 
     LowerState(const ir::Graph& graph, plan::Plan& p, std::string target_arch);
 

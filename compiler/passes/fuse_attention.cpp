@@ -36,6 +36,7 @@
 #include "ops/attention_layout.hpp"
 #include "passes/passes.hpp"
 #include "stof/error.hpp"
+#include "stof/plan_format.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -43,6 +44,7 @@
 #include <array>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -281,6 +283,45 @@ Tensor collapse(const std::vector<double>& a, DType dt, int64_t b, int64_t h, in
                 else t.set_f64((x * oh + y) * plane + k, v);
             }
     return t;
+}
+
+// The mask nodes as text with the sizes: ops, attributes and inputs, an input
+// being the scores, an earlier mask node's result, a constant (type, shape,
+// checksum), a graph input (its name) or, recursively, the node computing it.
+// Layers with equal keys have equal mask meanings, also where each layer
+// recomputes the same mask from the padding input.
+std::string mask_key(const ir::Graph& g, const Context& cx, const Match& m, int64_t B, int64_t H, int64_t Sq, int64_t Sk) {
+    std::map<ValueId, std::string> memo;
+    for (size_t i = 0; i < m.mask_nodes.size(); ++i)
+        memo[g.nodes[static_cast<size_t>(m.mask_nodes[i])].outputs[0]] = fmt::format("t{}", i);
+    memo[m.scores] = "s";
+    std::function<std::string(ValueId)> text = [&](ValueId v) -> std::string {
+        if (v == ir::kNoValue) return "-";
+        if (auto it = memo.find(v); it != memo.end()) return it->second;
+        std::string r;
+        const ir::Value& x = g.value(v);
+        if (x.data) {
+            r = fmt::format("c{}{}:{:08x}", dtype_name(x.dtype), shape_str(x.shape), plan::checksum(x.data->bytes.data(), x.data->bytes.size()));
+        } else if (const ir::Node* n = cx.prod(v)) {
+            r = fmt::format("{}(", ir::op_name(n->op));
+            for (const auto& [name, value] : n->attrs.all()) r += name + "=" + ir::attr_str(value) + ";";
+            for (ValueId in : n->inputs) r += text(in) + ",";
+            const auto out = std::find(n->outputs.begin(), n->outputs.end(), v) - n->outputs.begin();
+            r += fmt::format(")#{}", out);
+        } else {
+            r = "in:" + x.name;
+        }
+        return memo[v] = r;
+    };
+    std::string k = fmt::format("{}x{}x{}x{}", B, H, Sq, Sk);
+    for (int n : m.mask_nodes) {
+        const ir::Node& node = g.nodes[static_cast<size_t>(n)];
+        k += fmt::format("|{}(", ir::op_name(node.op));
+        for (const auto& [name, value] : node.attrs.all()) k += name + "=" + ir::attr_str(value) + ";";
+        for (ValueId in : node.inputs) k += text(in) + ",";
+        k += ")";
+    }
+    return k;
 }
 
 MaskMeaning analyse_mask(const ir::Graph& g, const Match& m, int64_t B, int64_t H, int64_t Sq, int64_t Sk) {
@@ -743,13 +784,22 @@ void fuse_attention(ir::Graph& g, const PassOptions& opt) {
     int layer = 0;
     std::set<std::string> rejected;  // Softmax nodes already found unfusable
     std::map<ValueId, ValueId> valid_keys;  // mask input -> the bool the attention nodes read
+    std::map<std::string, MaskMeaning> meanings;  // mask_key -> what the mask nodes mean
+    std::map<std::string, ValueId> constants;     // mask_key and --mask text -> the keep / bias constant
     for (size_t si = 0; si < g.nodes.size(); ++si) {
         if (g.nodes[si].op != Op::Softmax || rejected.count(g.nodes[si].name)) continue;
         const std::optional<Match> m = match_at_softmax(cx, static_cast<int>(si));
         if (!m) continue;
         const Shape& q = g.value(m->q).shape;
         const int64_t B = q[0], H = q[1], Sq = q[2], D = q[3], Sk = g.value(m->kt).shape[3];
-        MaskMeaning mean = analyse_mask(g, *m, B, H, Sq, Sk);
+        // Layers usually share their mask: evaluated once, its constants added once.
+        const std::string key = mask_key(g, cx, *m, B, H, Sq, Sk);
+        auto known = meanings.find(key);
+        if (known == meanings.end()) {
+            if (Sq * Sk >= (int64_t{1} << 22)) spdlog::info("evaluating the attention mask of {} ({}x{})", g.nodes[si].label(), Sq, Sk);
+            known = meanings.emplace(key, analyse_mask(g, *m, B, H, Sq, Sk)).first;
+        }
+        MaskMeaning mean = known->second;
         if (!mean.why_not.empty()) {
             spdlog::info("attention at {} left unfused: {}", g.nodes[si].label(), mean.why_not);
             rejected.insert(g.nodes[si].name);
@@ -874,18 +924,25 @@ void fuse_attention(ir::Graph& g, const PassOptions& opt) {
             g.value(b).dtype = DType::boolean;
             return b;
         };
+        // The keep and bias constants, shared by the layers whose mask and --mask are the same.
+        auto constant = [&](const std::string& what, const Tensor& t) {
+            const std::string ck = key + "|" + spec_for_layer(opt.masks, layer).value_or("") + "|" + what + dtype_name(t.dtype);
+            auto [it, fresh] = constants.try_emplace(ck, ir::kNoValue);
+            if (fresh) it->second = g.add_constant(t, base + "_" + what);
+            return it->second;
+        };
         if (mean.full != ir::kNoValue) {  // computed at run time: the input, and the constant pattern if any
             ValueId keep = as_bool(mean.full);
             if (mean.keep) {
                 const Shape &fs = g.value(keep).shape, &cs = mean.keep->shape;
                 keep = add_node(Op::And, keep, {std::max(fs[0], cs[0]), std::max(fs[1], cs[1]), Sq, Sk}, "kept", {});
-                added.back().inputs.push_back(g.add_constant(*mean.keep, base + "_keep"));
+                added.back().inputs.push_back(constant("keep", *mean.keep));
             }
             att.inputs[3] = keep;
         } else if (mean.keep) {
-            att.inputs[3] = g.add_constant(*mean.keep, base + "_keep");
+            att.inputs[3] = constant("keep", *mean.keep);
         }
-        if (mean.bias) att.inputs[4] = g.add_constant(cast(*mean.bias, g.value(m->q).dtype), base + "_bias");
+        if (mean.bias) att.inputs[4] = constant("bias", cast(*mean.bias, g.value(m->q).dtype));
         if (mean.padding != ir::kNoValue)  // a float one (1 = valid) read as bool; integers as they are
             att.inputs[5] = is_float(g.value(mean.padding).dtype) ? as_bool(mean.padding) : mean.padding;
         while (!att.inputs.empty() && att.inputs.back() == ir::kNoValue) att.inputs.pop_back();

@@ -79,6 +79,13 @@ TEST_CASE("every zoo model fuses each attention layer and keeps its outputs", "[
         Model m = load(d.path());
         CHECK(count(m.g, ir::Op::SparseAttention) == 2);
         CHECK(count(m.g, ir::Op::Softmax) == 0);
+        // Both layers mask alike: they read one keep constant (or none) and one bias constant (or none).
+        const ir::Node &a0 = attention(m.g, 0), &a1 = attention(m.g, 1);
+        for (size_t k : {size_t{3}, size_t{4}}) {
+            const ir::ValueId v0 = a0.inputs.size() > k ? a0.inputs[k] : ir::kNoValue;
+            const ir::ValueId v1 = a1.inputs.size() > k ? a1.inputs[k] : ir::kNoValue;
+            CHECK(v0 == v1);
+        }
         const TensorMap out = interpret(m.g, m.inputs);
         const Tensor want = read_npy((d.path() / "expected" / "last_hidden_state.npy").string());
         const Comparison c = compare(out.at("last_hidden_state"), want, 1e-3, 1e-4);
