@@ -2,7 +2,9 @@
 
 #include "codegen/storage.hpp"
 #include "stof/error.hpp"
+#include "stof/plan_format.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace stof::codegen {
@@ -25,11 +27,19 @@ int32_t LowerState::add_tensor(const std::string& name, DType dtype, const Shape
 }
 
 int32_t LowerState::add_weight(const Tensor& t, const std::string& name) {
+    const uint32_t sum = plan::checksum(t.bytes.data(), t.bytes.size());
+    for (auto [it, end] = weights_by_checksum.equal_range(sum); it != end; ++it) {
+        const plan::TensorDesc& w = plan.tensors[static_cast<size_t>(it->second)];
+        if (w.dtype == t.dtype && w.shape == t.shape &&
+            std::equal(t.bytes.begin(), t.bytes.end(), plan.weights.begin() + static_cast<std::ptrdiff_t>(w.offset)))
+            return it->second;
+    }
     const int32_t idx = add_tensor(name, t.dtype, t.shape, plan::TensorRole::weight);
     const uint64_t off = (plan.weights.size() + plan::kAlignment - 1) / plan::kAlignment * plan::kAlignment;
     plan.weights.resize(off + t.bytes.size());
     if (!t.bytes.empty()) std::memcpy(plan.weights.data() + off, t.bytes.data(), t.bytes.size());
     plan.tensors[static_cast<size_t>(idx)].offset = off;
+    weights_by_checksum.emplace(sum, idx);
     return idx;
 }
 

@@ -5,6 +5,7 @@
 #include "ir/graph.hpp"
 #include "stof/plan.hpp"
 
+#include <cstdint>
 #include <map>
 #include <tuple>
 #include <string>
@@ -27,12 +28,14 @@ struct LowerState {
     std::map<ir::ValueId, int32_t> runtime_masks;    // run-time keep value → the plan mask converted from it
     // (constant keep value or kNoValue, Sq, Sk) → its plan mask and attention kernel (0 block-wise, 1 row-wise)
     std::map<std::tuple<ir::ValueId, int64_t, int64_t>, std::pair<int32_t, int32_t>> static_masks;
+    std::multimap<uint32_t, int32_t> weights_by_checksum;  // weight bytes' checksum → weight tensors
 
     LowerState(const ir::Graph& graph, plan::Plan& p, std::string target_arch);
 
     // A new plan tensor (arena by default).
     int32_t add_tensor(const std::string& name, DType dtype, const Shape& shape, plan::TensorRole role);
-    // A constant in the weights buffer.
+    // A constant in the weights buffer; a weight with the same dtype, shape and
+    // bytes as an earlier one is that one (T5's position bias read by every layer).
     int32_t add_weight(const Tensor& t, const std::string& name);
     // The plan tensor holding value v: its stored tensor, or for a constant a
     // weight in the plan's storage type (added on first use). A stof::Error

@@ -767,6 +767,27 @@ std::optional<std::string> spec_for_layer(const std::vector<std::string>& masks,
     return found;
 }
 
+// The keep mask of `spec_text` & `model_keep` (null: keeps all) as a bool
+// [Bm, Hm, Sq, Sk], Bm and Hm the broadcast of the model's mask and the spec's files.
+Tensor intersect_spec(const std::string& spec_text, const Tensor* model_keep, int64_t B, int64_t H, int64_t Sq, int64_t Sk) {
+    MaskSpec spec = parse_mask_spec(spec_text);
+    load_mask_files(spec, Sq, Sk, H, B);
+    const auto [fb, fh] = mask_pattern_dims(spec);
+    const Shape ms = model_keep ? model_keep->shape : Shape{1, 1, Sq, Sk};
+    const Shape ks{std::max(ms[0], fb), std::max(ms[1], fh), Sq, Sk};
+    Tensor keep(DType::boolean, ks);
+    for (int64_t x = 0; x < ks[0]; ++x)
+        for (int64_t y = 0; y < ks[1]; ++y)
+            for (int64_t i = 0; i < Sq; ++i)
+                for (int64_t j = 0; j < Sk; ++j) {
+                    bool k = eval_keep(spec, i, j, Sk, x, y);
+                    if (k && model_keep)
+                        k = model_keep->get_i64((((ms[0] == 1 ? 0 : x) * ms[1] + (ms[1] == 1 ? 0 : y)) * Sq + i) * Sk + j) != 0;
+                    keep.set_i64(((x * ks[1] + y) * Sq + i) * Sk + j, k);
+                }
+    return keep;
+}
+
 // A node name no node has yet.
 std::string unique_node_name(const ir::Graph& g, const std::string& hint) {
     std::set<std::string> used;
@@ -786,6 +807,7 @@ void fuse_attention(ir::Graph& g, const PassOptions& opt) {
     std::map<ValueId, ValueId> valid_keys;  // mask input -> the bool the attention nodes read
     std::map<std::string, MaskMeaning> meanings;  // mask_key -> what the mask nodes mean
     std::map<std::string, ValueId> constants;     // mask_key and --mask text -> the keep / bias constant
+    std::map<std::string, Tensor> spec_keeps;     // mask_key and --mask text -> the model's keep & the spec
     for (size_t si = 0; si < g.nodes.size(); ++si) {
         if (g.nodes[si].op != Op::Softmax || rejected.count(g.nodes[si].name)) continue;
         const std::optional<Match> m = match_at_softmax(cx, static_cast<int>(si));
@@ -808,26 +830,11 @@ void fuse_attention(ir::Graph& g, const PassOptions& opt) {
         std::string description = mean.keep ? "from the model" : "dense";
         if (mean.full != ir::kNoValue) description = "input '" + g.value(mean.full).name + "'" + (mean.keep ? " & the model's" : "");
         if (const auto spec_text = spec_for_layer(opt.masks, layer)) {
-            MaskSpec spec = parse_mask_spec(*spec_text);
-            load_mask_files(spec, Sq, Sk, H, B);
-            Shape ks = mean.keep ? mean.keep->shape : Shape{1, 1, Sq, Sk};
-            if (has_file_atom(spec)) ks = {B, H, Sq, Sk};
-            Tensor keep(DType::boolean, ks);
-            for (int64_t x = 0; x < ks[0]; ++x)
-                for (int64_t y = 0; y < ks[1]; ++y)
-                    for (int64_t i = 0; i < Sq; ++i)
-                        for (int64_t j = 0; j < Sk; ++j) {
-                            const int64_t at = ((x * ks[1] + y) * Sq + i) * Sk + j;
-                            bool k = eval_keep(spec, i, j, Sk, x, y);
-                            if (k && mean.keep) {
-                                const Shape& s = mean.keep->shape;
-                                k = mean.keep->get_i64((((s[0] == 1 ? 0 : x) * s[1] + (s[1] == 1 ? 0 : y)) * Sq + i) * Sk + j) != 0;
-                            }
-                            keep.set_i64(at, k);
-                        }
+            auto [it, fresh] = spec_keeps.try_emplace(key + "|" + *spec_text);
+            if (fresh) it->second = intersect_spec(*spec_text, mean.keep ? &*mean.keep : nullptr, B, H, Sq, Sk);
             description = (mean.full != ir::kNoValue ? description : mean.keep ? "from the model" : "") +
                           (mean.full != ir::kNoValue || mean.keep ? " & " : "") + *spec_text;
-            mean.keep = std::move(keep);
+            mean.keep = it->second;
         }
 
         // Operands in place where the layout ops before them allow; k and v with

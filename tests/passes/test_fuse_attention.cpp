@@ -141,6 +141,26 @@ TEST_CASE("a mask option is intersected with the model's mask, per layer range",
     test::require_error([&] { load(dir, {"causal|nope"}); }, "nope");
 }
 
+TEST_CASE("a file mask keeps its own batch and head dims and is one constant for all layers", "[cpu][passes][attention]") {
+    const fs::path dir = fs::path(test::source_dir()) / "models" / "bert-torchscript";
+    const fs::path tmp = fs::path(test::binary_dir()) / "test_tmp" / "file_masks";
+    fs::create_directories(tmp);
+    std::mt19937_64 rng = test::make_rng();
+    for (const Shape& fs_shape : {Shape{128, 128}, Shape{2, 128, 128}}) {
+        INFO(shape_str(fs_shape));
+        Tensor keep(DType::boolean, fs_shape);
+        for (int64_t k = 0; k < keep.numel(); ++k) keep.set_i64(k, (rng() & 3) != 0);
+        const std::string path = (tmp / ("keep" + std::to_string(fs_shape.size()) + ".npy")).string();
+        write_npy(path, keep);
+        const Model m = load(dir, {"file:" + path});
+        const ir::ValueId k0 = attention(m.g, 0).inputs[3], k1 = attention(m.g, 1).inputs[3];
+        CHECK(k0 == k1);
+        const Tensor& got = *m.g.value(k0).data;
+        REQUIRE(got.shape == Shape({1, fs_shape.size() == 3 ? 2 : 1, 128, 128}));
+        CHECK(got.bytes == keep.bytes);
+    }
+}
+
 TEST_CASE("near-misses of attention stay unfused", "[cpu][passes][attention]") {
     auto fused = [](test::OnnxBuilder& b) {
         ir::Graph g = import_onnx_bytes(b.bytes(), "", "m");
@@ -530,5 +550,32 @@ TEST_CASE("an fp16 plan runs attention on the projections in place: no head spli
         // One padding input: packed once, read by both layers.
         CHECK(key_valid_steps == 1);
         CHECK(words.size() == 1);
+    }
+}
+
+TEST_CASE("T5's position bias, read by every layer, is one weight of the plan", "[cpu][passes][attention]") {
+    for (const char* name : {"t5-torchscript", "t5-dynamo"}) {
+        INFO(name);
+        Model m = load(fs::path(test::source_dir()) / "models" / name, {});
+        codegen::LowerOptions opt;
+        opt.precision = "fp16";
+        opt.arch = "sm_90";
+        opt.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
+        opt.model = "model.onnx";
+        const plan::Plan p = codegen::lower(m.g, opt);
+        std::set<int32_t> biases;
+        int attention_steps = 0;
+        for (const plan::Step& s : p.steps) {
+            if (s.kind != plan::StepKind::attention) continue;
+            ++attention_steps;
+            CHECK(s.attention.bias >= 0);
+            biases.insert(s.attention.bias);
+        }
+        CHECK(attention_steps == 2);
+        CHECK(biases.size() == 1);
+        // Every weight's bytes are distinct.
+        std::set<std::pair<uint64_t, uint64_t>> spans;
+        for (const plan::TensorDesc& t : p.tensors)
+            if (t.buffer == plan::BufferKind::weights) CHECK(spans.insert({t.offset, t.bytes()}).second);
     }
 }
