@@ -31,35 +31,6 @@ const char* param_name(plan::ParamKind k) {
     }
 }
 
-const char* attention_kernel_name(int32_t kernel) { return kernel == 1 ? "attention_row_wise" : "attention_block_wise"; }
-
-// What a step computes: its label, else a name from its kind.
-std::string step_kind(const plan::Step& s) {
-    if (!s.label.empty()) return s.label;
-    switch (s.kind) {
-        case plan::StepKind::launch: return "launch";
-        case plan::StepKind::gemm: return "gemm";
-        case plan::StepKind::attention: return "sparse_attention";
-        case plan::StepKind::key_valid: return "key_valid";
-        case plan::StepKind::copy: return "copy";
-        case plan::StepKind::mask_convert: return "mask_convert";
-    }
-    return "?";
-}
-
-// The kernel that runs a step.
-std::string step_kernel(const plan::Plan& p, const plan::Step& s) {
-    switch (s.kind) {
-        case plan::StepKind::launch: return p.kernels[s.launch.kernel].key;
-        case plan::StepKind::gemm: return "cublasLt";
-        case plan::StepKind::attention: return attention_kernel_name(s.attention.kernel);
-        case plan::StepKind::key_valid: return "key_valid";
-        case plan::StepKind::copy: return "memcpy";
-        case plan::StepKind::mask_convert: return "mask_convert";
-    }
-    return "?";
-}
-
 std::string tensor_name(const plan::Plan& p, int32_t t) { return t >= 0 ? p.tensors[t].name : "-"; }
 
 // One line describing the operands of a step.
@@ -113,7 +84,7 @@ std::string step_detail(const plan::Plan& p, const plan::Step& s) {
 std::string mask_kernel(const plan::Plan& p, size_t m) {
     for (const plan::Step& s : p.steps)
         if (s.kind == plan::StepKind::attention && static_cast<size_t>(s.attention.mask) == m)
-            return attention_kernel_name(s.attention.kernel);
+            return plan::attention_kernel_name(s.attention.kernel);
     return "unused";
 }
 
@@ -182,7 +153,7 @@ nlohmann::json to_json(const plan::Plan& p) {
     j["kernels"] = kernels;
     json steps = json::array();
     for (const plan::Step& s : p.steps)
-        steps.push_back({{"kind", step_kind(s)}, {"kernel", step_kernel(p, s)}, {"nodes", s.nodes}, {"detail", step_detail(p, s)}});
+        steps.push_back({{"kind", plan::step_label(s)}, {"kernel", plan::step_kernel_name(p, s)}, {"nodes", s.nodes}, {"detail", step_detail(p, s)}});
     j["steps"] = steps;
     return j;
 }
@@ -224,7 +195,7 @@ void print_text(const std::string& path, const plan::Plan& p) {
     fmt::print("steps: {}\n", p.steps.size());
     for (size_t i = 0; i < p.steps.size(); ++i) {
         const plan::Step& s = p.steps[i];
-        fmt::print("  {:>4}  {:<16} {:<28} {}{}\n", i, step_kind(s), step_kernel(p, s), step_detail(p, s),
+        fmt::print("  {:>4}  {:<16} {:<28} {}{}\n", i, plan::step_label(s), plan::step_kernel_name(p, s), step_detail(p, s),
                    s.nodes.empty() ? "" : "  [" + s.nodes + "]");
     }
 }

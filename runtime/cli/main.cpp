@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 namespace {
@@ -25,7 +26,7 @@ struct RunArgs {
     std::vector<std::string> inputs, expects;
     std::string inputs_dir, output_dir, expect_dir, dump_dir;
     double rtol = 1e-3, atol = 1e-4;
-    int bench = 0, warmup = 10, device = 0;
+    int bench = 0, warmup = 10, device = 0, profile = 0;
     uint64_t seed = 0;
     bool graph = false, json = false;
 };
@@ -90,6 +91,43 @@ void run_dumping(stof::Runtime& rt, const std::string& dir) {
     });
     std::ofstream((std::filesystem::path(dir) / "order.txt").string()) << order;
     spdlog::info("wrote step results to {}", dir);
+}
+
+// The steps by time (the slowest first, at most 20 listed) and the time per step
+// label; returns the same as JSON.
+nlohmann::json print_profile(const stof::Runtime& rt, const std::vector<double>& ms, int runs, bool print) {
+    const stof::plan::Plan& p = rt.plan();
+    double total = 0;
+    for (double t : ms) total += t;
+    std::vector<size_t> order(ms.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return ms[x] > ms[y]; });
+    std::map<std::string, std::pair<double, int>> by_label;
+    nlohmann::json steps = nlohmann::json::array();
+    for (size_t i = 0; i < ms.size(); ++i) {
+        const stof::plan::Step& s = p.steps[i];
+        auto& [t, count] = by_label[stof::plan::step_label(s)];
+        t += ms[i];
+        ++count;
+        steps.push_back({{"step", i}, {"kind", stof::plan::step_label(s)}, {"kernel", stof::plan::step_kernel_name(p, s)},
+                         {"nodes", s.nodes}, {"ms", ms[i]}});
+    }
+    nlohmann::json labels = nlohmann::json::object();
+    for (const auto& [label, tc] : by_label) labels[label] = {{"ms", tc.first}, {"steps", tc.second}};
+    if (print) {
+        fmt::print("profile: median of {} plain runs per step, {:.4f} ms in all\n", runs, total);
+        for (const auto& [label, tc] : by_label)
+            fmt::print("  {:<16} {:>9.4f} ms {:>5.1f}%  {} steps\n", label, tc.first, 100 * tc.first / total, tc.second);
+        fmt::print("  slowest steps:\n");
+        for (size_t k = 0; k < std::min<size_t>(20, order.size()); ++k) {
+            const size_t i = order[k];
+            const stof::plan::Step& s = p.steps[i];
+            const std::string nodes = s.nodes.size() > 60 ? s.nodes.substr(0, 57) + "..." : s.nodes;
+            fmt::print("  {:>9.4f} ms {:>5.1f}%  {:>4}  {:<16} {:<32} {}\n", ms[i], 100 * ms[i] / total, i,
+                       stof::plan::step_label(s), stof::plan::step_kernel_name(p, s), nodes);
+        }
+    }
+    return {{"runs", runs}, {"total_ms", total}, {"by_kind", labels}, {"steps", steps}};
 }
 
 int run(const RunArgs& a) {
@@ -187,6 +225,7 @@ int run(const RunArgs& a) {
         report["latency_ms"] = {{"min", lo}, {"median", med}, {"p99", p99}, {"runs", a.bench}, {"warmup", a.warmup},
                                 {"graph", a.graph}};
     }
+    if (a.profile > 0) report["profile"] = print_profile(rt, rt.profile(a.profile, a.warmup), a.profile, !a.json);
     report["ok"] = failures == 0;
     if (a.json) fmt::print("{}\n", report.dump(2, ' ', false, json::error_handler_t::replace));
     STOF_CHECK(failures == 0, "{} of {} compared outputs do not match", failures, expected.size());
@@ -209,7 +248,10 @@ int main(int argc, char** argv) {
     app.add_option("--rtol", a.rtol, "Relative tolerance for comparisons")->capture_default_str();
     app.add_option("--atol", a.atol, "Absolute tolerance for comparisons")->capture_default_str();
     app.add_option("--bench", a.bench, "Time N runs (CUDA events) and report min / median / p99")->check(CLI::NonNegativeNumber);
-    app.add_option("--warmup", a.warmup, "Untimed runs before --bench")->capture_default_str()->check(CLI::NonNegativeNumber);
+    app.add_option("--profile", a.profile,
+                   "Time every step over N plain runs and list the slowest steps and the time per kind of step")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--warmup", a.warmup, "Untimed runs before --bench and --profile")->capture_default_str()->check(CLI::NonNegativeNumber);
     app.add_option("--dump-dir", a.dump_dir,
                    "Run step by step and write every intermediate tensor to DIR/<name>.npy (compare with stofc eval "
                    "--dump-dir)");

@@ -46,6 +46,8 @@ public:
     void synchronize() const;
     // Runs step i alone and waits for it (tracing; never inside a graph).
     void run_step(size_t i);
+    // Enqueues step i alone (no synchronisation; profiling).
+    void enqueue_step(size_t i);
 
     // Whole-tensor copies between host memory and tensor t (synchronous).
     void upload(int32_t t, const void* host);
@@ -93,7 +95,6 @@ private:
     void upload_masks();
     void prepare_steps();
     void enqueue_steps();
-    void enqueue_step(size_t i);
     void capture();
     void release() noexcept;
 

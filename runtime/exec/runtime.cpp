@@ -131,6 +131,43 @@ std::vector<double> Runtime::benchmark(int runs, int warmup, bool graph) {
     return ms;
 }
 
+std::vector<double> Runtime::profile(int runs, int warmup) {
+    STOF_CHECK(runs >= 1 && warmup >= 0, "profile: {} runs after {} warm-ups", runs, warmup);
+    exec::Executor& ex = impl_->exec;
+    ex.activate();
+    const size_t n = ex.plan().steps.size();
+    std::vector<cudaEvent_t> events(n + 1, nullptr);
+    std::vector<std::vector<double>> ms(n);
+    try {
+        for (cudaEvent_t& e : events) STOF_CUDA_CHECK(cudaEventCreate(&e));
+        for (int i = 0; i < warmup; ++i) ex.enqueue(false);
+        for (int r = 0; r < runs; ++r) {
+            STOF_CUDA_CHECK(cudaEventRecord(events[0], ex.stream()));
+            for (size_t i = 0; i < n; ++i) {
+                ex.enqueue_step(i);
+                STOF_CUDA_CHECK(cudaEventRecord(events[i + 1], ex.stream()));
+            }
+            STOF_CUDA_CHECK(cudaEventSynchronize(events[n]));
+            for (size_t i = 0; i < n; ++i) {
+                float t = 0;
+                STOF_CUDA_CHECK(cudaEventElapsedTime(&t, events[i], events[i + 1]));
+                ms[i].push_back(t);
+            }
+        }
+    } catch (...) {
+        for (cudaEvent_t e : events)
+            if (e) cudaEventDestroy(e);
+        throw;
+    }
+    for (cudaEvent_t e : events) cudaEventDestroy(e);
+    std::vector<double> med(n);
+    for (size_t i = 0; i < n; ++i) {
+        std::sort(ms[i].begin(), ms[i].end());
+        med[i] = ms[i][ms[i].size() / 2];
+    }
+    return med;
+}
+
 Tensor Runtime::read_tensor(int32_t index) const {
     STOF_CHECK(index >= 0 && static_cast<size_t>(index) < plan().tensors.size(), "tensor index {} is out of range", index);
     const plan::TensorDesc& d = plan().tensors[index];

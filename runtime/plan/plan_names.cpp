@@ -26,4 +26,23 @@ const char* epilogue_name(Epilogue e) {
     return "unknown";
 }
 
+const char* attention_kernel_name(int32_t kernel) { return kernel == 1 ? "attention_row_wise" : "attention_block_wise"; }
+
+std::string step_label(const Step& s) {
+    if (!s.label.empty()) return s.label;
+    return s.kind == StepKind::attention ? "sparse_attention" : step_kind_name(s.kind);
+}
+
+std::string step_kernel_name(const Plan& p, const Step& s) {
+    switch (s.kind) {
+        case StepKind::launch: return p.kernels.at(static_cast<size_t>(s.launch.kernel)).key;
+        case StepKind::gemm: return "cublasLt";
+        case StepKind::attention: return attention_kernel_name(s.attention.kernel);
+        case StepKind::key_valid: return "key_valid";
+        case StepKind::copy: return "memcpy";
+        case StepKind::mask_convert: return "mask_convert";
+    }
+    return "unknown";
+}
+
 }  // namespace stof::plan

@@ -109,6 +109,18 @@ def main():
         if x.tobytes() != outputs["graph"][name].tobytes():
             sys.exit(f"{name}: CUDA graph replay differs from plain launches")
     print(f"plain and graph outputs bit-identical ({len(outputs['plain'])} outputs)")
+    # --profile times every step of the plan, and the outputs still match.
+    steps = json.loads(subprocess.run([a.stofc, "inspect", plan, "--json"], capture_output=True, check=True).stdout)["steps"]
+    report = json.loads(subprocess.run([a.stof_run, plan, "--inputs-dir", d / "inputs", "--expect-dir", expected, "--rtol",
+                                        str(rtol), "--atol", str(atol), "--profile", "3", "--json"],
+                                       capture_output=True, check=True).stdout)
+    prof = report["profile"]
+    if (not report["ok"] or [s["step"] for s in prof["steps"]] != list(range(len(steps)))
+            or [s["kernel"] for s in prof["steps"]] != [s["kernel"] for s in steps]
+            or not all(s["ms"] > 0 for s in prof["steps"])
+            or abs(sum(x["ms"] for x in prof["by_kind"].values()) - prof["total_ms"]) > 1e-6 * prof["total_ms"]):
+        sys.exit(f"stof-run --profile: unexpected report {json.dumps(report)[:2000]}")
+    print(f"profile: {len(steps)} steps, {prof['total_ms']:.3f} ms")
 
 
 if __name__ == "__main__":

@@ -171,6 +171,13 @@ std::vector<int32_t> step_tensors(const Step& s);
 // "launch", "gemm", "attention", "key_valid", "copy", "mask_convert" and "none", "bias", "gelu", ...
 const char* step_kind_name(StepKind k);
 const char* epilogue_name(Epilogue e);
+// "attention_block_wise" / "attention_row_wise" (AttentionStep::kernel 0 / 1).
+const char* attention_kernel_name(int32_t kernel);
+// What a step is, for listings and profiles: its label, else its kind's name in
+// words ("sparse_attention" for attention); and the kernel that runs it (the
+// launch's kernel key, "cublasLt", an attention kernel, "memcpy", ...).
+std::string step_label(const Step& s);
+std::string step_kernel_name(const Plan& p, const Step& s);
 
 // Checks every index, offset, size and shape in `p` against the rest of the
 // plan (tensors inside their buffers, kernel args matching params, ...).

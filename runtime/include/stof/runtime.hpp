@@ -75,6 +75,10 @@ public:
     // Latency of `runs` runs after `warmup` runs, milliseconds per run, each
     // measured with CUDA events around one run.
     std::vector<double> benchmark(int runs, int warmup, bool graph);
+    // Time of each step: per step, the median over `runs` plain runs (after
+    // `warmup` runs) of the time between CUDA events recorded around it, in
+    // milliseconds, in step order. Launch gaps count towards the next step.
+    std::vector<double> profile(int runs, int warmup);
 
     // Any tensor of the plan by index (tests and tools: poisoning outputs,
     // reading intermediates). write_tensor takes t of the tensor's dtype and size.
