@@ -19,6 +19,7 @@ const std::vector<PassInfo>& pipeline_passes() {
         {"fuse-rmsnorm", passes::fuse_rmsnorm,
          "after fuse-layernorm: a LayerNorm's variance tail alone is also an RMSNorm of x - mean"},
         {"fuse-gelu", passes::fuse_gelu, "needs folded constants (0.5, 1/sqrt(2), sqrt(2/pi), 0.044715)"},
+        {"patch-conv", passes::patch_conv, "needs folded constants (the weight and bias it rearranges)"},
         {"fuse-linear", passes::fuse_linear,
          "needs folded constants (weights, biases); keeps the values the Gelu and attention patterns read"},
         {"fuse-attention", passes::fuse_attention,

@@ -44,6 +44,10 @@ void fuse_rmsnorm(ir::Graph& g, const PassOptions& opt);
 // Erf and tanh spellings of GELU → Gelu (approximate "none" / "tanh"). (fuse_gelu.cpp)
 void fuse_gelu(ir::Graph& g, const PassOptions& opt);
 
+// 2-D convolutions over non-overlapping patches (ViT's patch embedding) →
+// layout ops and a linear layer over the patches. (patch_conv.cpp)
+void patch_conv(ir::Graph& g, const PassOptions& opt);
+
 // Linear layers with constant weights (Gemm, reshaped MatMul, bias Add) →
 // the Add(MatMul(x, W), b) form the GEMM lowering folds into one step. (fuse_linear.cpp)
 void fuse_linear(ir::Graph& g, const PassOptions& opt);

@@ -39,7 +39,7 @@ void check_linear_canonical(const ir::Graph& g) {
 
 }  // namespace
 
-TEST_CASE("every zoo model has canonical norms, GELUs and linear layers", "[cpu][passes]") {
+TEST_CASE("every zoo model has canonical norms, GELUs, linear layers and patch embeddings", "[cpu][passes]") {
     int models = 0;
     for (const auto& d : fs::directory_iterator(test::source_dir() + "/models")) {
         if (!fs::exists(d.path() / "model.onnx")) continue;
@@ -71,6 +71,7 @@ TEST_CASE("every zoo model has canonical norms, GELUs and linear layers", "[cpu]
                 if (n.op == ir::Op::Gelu) CHECK(n.attrs.s("approximate", "") == (family == "gpt2" ? "tanh" : "none"));
         }
         check_linear_canonical(g);
+        CHECK(ir::count_ops(g, ir::Op::Conv) == 0);  // ViT's patch embedding is a linear layer
         const Tensor want = read_npy((d.path() / "expected" / "last_hidden_state.npy").string());
         const Tensor got = interpret(g, inputs).at("last_hidden_state");
         const Comparison c = compare(got, want, 1e-3, 1e-4);
@@ -97,5 +98,6 @@ TEST_CASE("DINOv2's spelled-out LayerNorms and GELUs are fused", "[cpu][passes]"
     CHECK(ir::count_ops(g, ir::Op::LayerNormalization) == 25);  // 12 layers x 2 + final
     CHECK(ir::count_ops(g, ir::Op::Gelu) == 12);
     CHECK(ir::count_ops(g, ir::Op::Erf) == 0);
+    CHECK(ir::count_ops(g, ir::Op::Conv) == 0);  // the 14x14 patch embedding and the decoder's 1x1 convolution
     check_linear_canonical(g);
 }
