@@ -1,5 +1,6 @@
-"""ctypes binding of stofc's C API (runtime/include/stof/c_api.h) for the sparse
-attention kernels, on torch CUDA tensors. The structures mirror the header."""
+"""ctypes binding of stofc's C API (runtime/include/stof/c_api.h): plans (host numpy
+inputs and outputs) and the sparse attention kernels on torch CUDA tensors. The
+structures mirror the header."""
 import ctypes
 import os
 from pathlib import Path
@@ -32,6 +33,11 @@ class MaskStats(ctypes.Structure):
                 ("full_tiles", ctypes.c_int64), ("partial_tiles", ctypes.c_int64), ("rho", ctypes.c_double)]
 
 
+class TensorInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int32), ("rank", ctypes.c_int32),
+                ("dims", ctypes.POINTER(ctypes.c_int64)), ("bytes", ctypes.c_size_t)]
+
+
 class StofError(RuntimeError):
     pass
 
@@ -50,6 +56,9 @@ class Stof:
     def _check(self, status):
         if status != 0:
             raise StofError(self.lib.stof_last_error().decode())
+
+    def plan(self, path, device=0):
+        return Plan(self, path, device)
 
     def tau(self):
         return self.lib.stof_attention_selector_tau()
@@ -90,4 +99,41 @@ class Mask:
     def __del__(self):
         if getattr(self, "handle", None):
             self.stof.lib.stof_mask_destroy(self.handle)
+            self.handle = None
+
+
+class Plan:
+    """A plan opened on a device: set_input(name, array), run(graph), output(name)."""
+
+    def __init__(self, stof, path, device=0):
+        self.stof, self.handle = stof, ctypes.c_void_p()
+        stof._check(stof.lib.stof_plan_open(str(path).encode(), device, ctypes.byref(self.handle)))
+
+    def _index(self, fn, name):
+        i = ctypes.c_size_t()
+        self.stof._check(fn(self.handle, name.encode(), ctypes.byref(i)))
+        return i
+
+    def set_input(self, name, array):
+        a = np.ascontiguousarray(array)
+        self.stof._check(self.stof.lib.stof_plan_set_input(self.handle, self._index(self.stof.lib.stof_plan_find_input, name),
+                                                           a.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(a.nbytes)))
+
+    def run(self, graph=True):
+        self.stof._check(self.stof.lib.stof_plan_run(self.handle, 1 if graph else 0))
+
+    def output(self, name, dtype=np.float32):
+        i = self._index(self.stof.lib.stof_plan_find_output, name)
+        info = TensorInfo()
+        self.stof._check(self.stof.lib.stof_plan_output_info(self.handle, i, ctypes.byref(info)))
+        out = np.empty([info.dims[k] for k in range(info.rank)], dtype=dtype)
+        if out.nbytes != info.bytes:
+            raise StofError(f"output {name}: {info.bytes} bytes, not {out.nbytes} as {np.dtype(dtype).name}")
+        self.stof._check(self.stof.lib.stof_plan_get_output(self.handle, i, out.ctypes.data_as(ctypes.c_void_p),
+                                                            ctypes.c_size_t(out.nbytes)))
+        return out
+
+    def __del__(self):
+        if getattr(self, "handle", None):
+            self.stof.lib.stof_plan_close(self.handle)
             self.handle = None

@@ -2,7 +2,8 @@
 # Build stofc on a GPU machine and run everything that needs the GPU:
 #   tools/gpu/check.sh [OUT_DIR] [STEP...]
 # Steps (default: build gpu-tests zoo sanitizer): also thirdparty (THIRDPARTY_TESTS=ctest regex; the
-# models must be in ~/.cache/stofc/thirdparty), latency, dumps (DUMP_MODELS=dirs), bench, calibrate.
+# models must be in ~/.cache/stofc/thirdparty), latency, dumps (DUMP_MODELS=dirs), bench, e2e
+# (E2E_ONLY=regex of tools/bench/e2e.py cases), calibrate.
 # Logs and JSON results go to OUT_DIR (default build-gpu/results); a failing
 # step is reported and the remaining steps still run; exit status is non-zero
 # when any step failed.
@@ -73,6 +74,10 @@ latency() {  # stof-run --bench of every zoo model, fp32 and fp16, plain and CUD
         done
     done
 }
+e2e() {
+    "$PY" tools/bench/e2e.py --stofc $BUILD/bin/stofc --lib $BUILD/lib/libstof.so --work $BUILD/test_tmp/e2e \
+        --only "${E2E_ONLY:-}" --json "$OUT/e2e.json" --markdown "$OUT/e2e.md"
+}
 calibrate() { "$PY" tools/bench/calibrate_selector.py --lib $BUILD/lib/libstof.so --json "$OUT/calibration.json"; }
 
 step build build
@@ -83,5 +88,6 @@ step sanitizer sanitizer
 step bench bench
 step dumps dumps
 step latency latency
+step e2e e2e
 step calibrate calibrate
 [ ${#failed[@]} -eq 0 ] || { echo "failed steps: ${failed[*]}"; exit 1; }
