@@ -5,8 +5,8 @@
 #
 # Builds into build/ (binaries in build/bin). Tests that need a GPU report
 # themselves as skipped where none is present. Then builds the libFuzzer targets
-# with clang into build-fuzz/ and fuzzes the plan reader for STOF_FUZZ_SECONDS
-# (default 60; 0 skips it); a crash fails the run (tests/fuzz/run_fuzz.sh).
+# with clang into build-fuzz/ and fuzzes the plan reader and the ONNX importer for STOF_FUZZ_SECONDS
+# each (default 60; 0 skips them); a crash fails the run (tests/fuzz/run_fuzz.sh).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/tools/setup.sh"

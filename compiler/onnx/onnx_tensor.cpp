@@ -96,36 +96,31 @@ Tensor tensor_from_onnx(const onnx::TensorProto& t, const std::string& base_dir)
                    t.raw_data().size(), dtype_name(dtype), shape_str(shape), nbytes);
         out.bytes.assign(t.raw_data().begin(), t.raw_data().end());
     } else {
-        out.bytes.assign(nbytes, 0);
-        auto check_count = [&](int n) {
-            STOF_CHECK(n == count, "{}: holds {} values but shape {} needs {}", what, n, shape_str(shape), count);
-        };
+        // The typed field this dtype is stored in, checked before anything is allocated.
+        int held = 0;
         switch (dtype) {
-            case DType::f32:
-                check_count(t.float_data_size());
-                for (int i = 0; i < t.float_data_size(); ++i) out.data<float>()[i] = t.float_data(i);
-                break;
-            case DType::f64:
-                check_count(t.double_data_size());
-                for (int i = 0; i < t.double_data_size(); ++i) out.data<double>()[i] = t.double_data(i);
-                break;
-            case DType::i64:
-                check_count(t.int64_data_size());
-                for (int i = 0; i < t.int64_data_size(); ++i) out.data<int64_t>()[i] = t.int64_data(i);
-                break;
-            case DType::i32:
-                check_count(t.int32_data_size());
-                for (int i = 0; i < t.int32_data_size(); ++i) out.data<int32_t>()[i] = t.int32_data(i);
-                break;
-            case DType::f16: case DType::bf16:
-                check_count(t.int32_data_size());
-                for (int i = 0; i < t.int32_data_size(); ++i) out.data<uint16_t>()[i] = static_cast<uint16_t>(t.int32_data(i));
-                break;
-            case DType::i8: case DType::u8: case DType::boolean:
-                check_count(t.int32_data_size());
-                for (int i = 0; i < t.int32_data_size(); ++i) out.data<uint8_t>()[i] = static_cast<uint8_t>(t.int32_data(i));
+            case DType::f32: held = t.float_data_size(); break;
+            case DType::f64: held = t.double_data_size(); break;
+            case DType::i64: held = t.int64_data_size(); break;
+            case DType::i32: case DType::f16: case DType::bf16: case DType::i8: case DType::u8: case DType::boolean:
+                held = t.int32_data_size();
                 break;
             case DType::undefined: break;
+        }
+        STOF_CHECK(held == count, "{}: holds {} values but shape {} needs {}", what, held, shape_str(shape), count);
+        out.bytes.assign(nbytes, 0);
+        for (int i = 0; i < held; ++i) {
+            switch (dtype) {
+                case DType::f32: out.data<float>()[i] = t.float_data(i); break;
+                case DType::f64: out.data<double>()[i] = t.double_data(i); break;
+                case DType::i64: out.data<int64_t>()[i] = t.int64_data(i); break;
+                case DType::i32: out.data<int32_t>()[i] = t.int32_data(i); break;
+                case DType::f16: case DType::bf16: out.data<uint16_t>()[i] = static_cast<uint16_t>(t.int32_data(i)); break;
+                case DType::i8: case DType::u8: case DType::boolean:
+                    out.data<uint8_t>()[i] = static_cast<uint8_t>(t.int32_data(i));
+                    break;
+                case DType::undefined: break;
+            }
         }
     }
     if (dtype == DType::boolean)

@@ -109,6 +109,18 @@ TEST_CASE("importer rejects truncated and corrupt files without crashing", "[cpu
     wrong_size.node("Relu", {"x"}, {"y"});
     wrong_size.output("y");
     test::require_error([&] { import_bytes(wrong_size.bytes()); }, "raw data has 16 bytes but f32[5] needs 20");
+
+    // Typed values far fewer than a huge shape needs: rejected before anything of that size is allocated.
+    OnnxBuilder huge;
+    huge.input("x", kF32, {2});
+    auto* w = huge.model().mutable_graph()->add_initializer();
+    w->set_name("w");
+    w->set_data_type(kF32);
+    w->add_dims(int64_t{1} << 38);
+    w->add_float_data(1.0f);
+    huge.node("Relu", {"x"}, {"y"});
+    huge.output("y");
+    test::require_error([&] { import_bytes(huge.bytes()); }, "tensor 'w': holds 1 values but shape [274877906944] needs");
 }
 
 TEST_CASE("importer loads external data and rejects bad references", "[cpu][onnx]") {
