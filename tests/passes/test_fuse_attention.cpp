@@ -57,6 +57,16 @@ const ir::Node& attention(const ir::Graph& g, int layer) {
     throw;
 }
 
+// g lowered to an fp16 plan for sm_90 (kernels compiled offline into a test cache).
+plan::Plan fp16_plan(const ir::Graph& g) {
+    codegen::LowerOptions opt;
+    opt.precision = "fp16";
+    opt.arch = "sm_90";
+    opt.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
+    opt.model = "model.onnx";
+    return codegen::lower(g, opt);
+}
+
 // Scores [1,1,S,S] from x [1,1,S,8] for the negative cases.
 test::OnnxBuilder scores_model(int64_t softmax_axis) {
     test::OnnxBuilder b;
@@ -518,12 +528,7 @@ TEST_CASE("an fp16 plan runs attention on the projections in place: no head spli
           {"gpt2-dynamo", 384, {0, 256, 512}}}) {
         INFO(name);
         Model m = load(fs::path(test::source_dir()) / "models" / name, {"sliding:16"});
-        codegen::LowerOptions opt;
-        opt.precision = "fp16";
-        opt.arch = "sm_90";
-        opt.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
-        opt.model = "model.onnx";
-        const plan::Plan p = codegen::lower(m.g, opt);
+        const plan::Plan p = fp16_plan(m.g);
         int attention_steps = 0, key_valid_steps = 0;
         std::set<int32_t> words;
         for (const plan::Step& s : p.steps) {
@@ -558,12 +563,7 @@ TEST_CASE("T5's position bias, read by every layer, is one weight of the plan", 
     for (const char* name : {"t5-torchscript", "t5-dynamo"}) {
         INFO(name);
         Model m = load(fs::path(test::source_dir()) / "models" / name, {});
-        codegen::LowerOptions opt;
-        opt.precision = "fp16";
-        opt.arch = "sm_90";
-        opt.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
-        opt.model = "model.onnx";
-        const plan::Plan p = codegen::lower(m.g, opt);
+        const plan::Plan p = fp16_plan(m.g);
         std::set<int32_t> biases;
         int attention_steps = 0;
         for (const plan::Step& s : p.steps) {
