@@ -24,6 +24,8 @@ const std::vector<PassInfo>& pipeline_passes() {
          "needs folded constants (weights, biases); keeps the values the Gelu and attention patterns read"},
         {"fuse-attention", passes::fuse_attention,
          "needs folded constants to classify the mask; leaves the mask subgraphs for dead-code elimination"},
+        {"decompose-attention", passes::decompose_attention,
+         "after fuse-attention: a plan's attention blocks that the sparse kernels cannot run become plain ops again"},
         {"eliminate-dead-code", passes::eliminate_dead_code, "folding leaves shape subgraphs and constants unused"},
     };
     return passes;
@@ -32,13 +34,14 @@ const std::vector<PassInfo>& pipeline_passes() {
 void run_pipeline(ir::Graph& g, const PipelineOptions& opt) {
     const auto& passes = pipeline_passes();
     if (!opt.dump_after.empty() && opt.dump_after != "all") {
-        bool found = false;
+        bool found = opt.dump_after == kPartitionStage;
         std::string names;
         for (const PassInfo& p : passes) {
             found = found || opt.dump_after == p.name;
             names += (names.empty() ? "" : ", ") + std::string(p.name);
         }
-        STOF_CHECK(found, "--dump-after={}: no such pass (passes: {}, or all)", opt.dump_after, names);
+        STOF_CHECK(found, "--dump-after={}: no such pass (passes: {}; then {}; or all)", opt.dump_after, names,
+                   kPartitionStage);
     }
     for (const PassInfo& p : passes) {
         const auto t0 = std::chrono::steady_clock::now();

@@ -18,9 +18,14 @@ struct PassInfo {
 
 const std::vector<PassInfo>& pipeline_passes();
 
+// The stage after the passes whose result --dump-after can print: the fusion
+// plan (fusion/fusion_plan.hpp) that lowering consumes.
+inline constexpr const char* kPartitionStage = "partition";
+
 struct PipelineOptions {
     PassOptions pass;
-    // --dump-after: a pass name or "all"; the IR is printed after matching passes.
+    // --dump-after: a pass name, "partition" or "all"; the IR is printed after
+    // matching passes (the partition by whoever builds it: compile_model, stofc ir).
     std::string dump_after;
     // Called after each pass (tests check invariants and equivalence here).
     std::function<void(const PassInfo&, const ir::Graph&)> after_pass;

@@ -2,10 +2,9 @@
 // (NVRTC for the target GPU) and write one plan file.
 #include "cli/cli_args.hpp"
 #include "cli/commands.hpp"
-#include "codegen/lower.hpp"
 #include "codegen/nvrtc.hpp"
+#include "compile.hpp"
 #include "onnx/import.hpp"
-#include "pipeline.hpp"
 #include "plan/plan_writer.hpp"
 #include "stof/error.hpp"
 
@@ -63,21 +62,17 @@ void run_compile(const CompileArgs& a) {
 
     ir::Graph g = import_onnx_file(a.model);
     spdlog::info("imported {}: {} nodes, opset {}", a.model, g.nodes.size(), g.opset);
-    PipelineOptions opt;
-    opt.pass.input_shapes = parse_shapes(a.shapes);
-    opt.pass.masks = a.masks;
-    opt.dump_after = a.dump_after;
-    run_pipeline(g, opt);
-    spdlog::info("after the passes: {} nodes: {}", g.nodes.size(), ir::op_histogram(g));
-
-    codegen::LowerOptions lo;
-    lo.precision = a.precision;
-    lo.arch = arch;
-    lo.cache_dir = a.cache_dir;
-    lo.jobs = a.jobs;
-    lo.attention_kernel = a.attention_kernel;
-    lo.model = std::filesystem::path(a.model).filename().string();
-    const plan::Plan p = codegen::lower(g, lo);
+    CompileOptions opt;
+    opt.pipeline.pass.input_shapes = parse_shapes(a.shapes);
+    opt.pipeline.pass.masks = a.masks;
+    opt.pipeline.dump_after = a.dump_after;
+    opt.lower.precision = parse_precision(a.precision);
+    opt.lower.arch = arch;
+    opt.lower.cache_dir = a.cache_dir;
+    opt.lower.jobs = a.jobs;
+    opt.lower.attention_kernel = codegen::parse_attention_kernel_choice(a.attention_kernel);
+    opt.lower.model = std::filesystem::path(a.model).filename().string();
+    const plan::Plan p = compile_model(g, opt);
     // Default: <model stem>.plan in the current directory.
     const std::string output =
         a.output.empty() ? std::filesystem::path(a.model).stem().string() + ".plan" : a.output;
@@ -114,7 +109,8 @@ void add_compile_command(CLI::App& app) {
     cmd->add_option("--cache-dir", args->cache_dir,
                     "Kernel cache and generated sources (default: $STOF_CACHE_DIR or ~/.cache/stofc)");
     cmd->add_option("-j,--jobs", args->jobs, "Parallel NVRTC compilations (default: all cores)");
-    cmd->add_option("--dump-after", args->dump_after, "Print the IR after pass NAME, or after every pass with 'all'");
+    cmd->add_option("--dump-after", args->dump_after,
+                    "Print the IR after pass NAME, the fusion plan with 'partition', or everything with 'all'");
     cmd->callback([args] { run_compile(*args); });
 }
 

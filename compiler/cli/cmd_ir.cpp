@@ -1,6 +1,8 @@
-// stofc ir MODEL [--shape NAME=DIMS]... : print the IR after the pipeline.
+// stofc ir MODEL [--shape NAME=DIMS]... : print the IR after the pipeline, or
+// the fusion plan with --dump-after partition.
 #include "cli/cli_args.hpp"
 #include "cli/commands.hpp"
+#include "fusion/fusion_plan.hpp"
 #include "onnx/import.hpp"
 #include "pipeline.hpp"
 
@@ -10,7 +12,7 @@ namespace stof::cli {
 
 namespace {
 struct IrArgs {
-    std::string model, dump_after;
+    std::string model, dump_after, precision = "fp32";
     std::vector<std::string> shapes;
     std::vector<std::string> masks;
 };
@@ -22,15 +24,24 @@ void add_ir_command(CLI::App& app) {
     cmd->add_option("model", args->model, "ONNX model file")->required()->check(CLI::ExistingFile);
     cmd->add_option("--shape", args->shapes, "Input shape NAME=DIMS (input_ids=2x128) or symbolic dimension DIM=N (batch=2) (repeatable)");
     cmd->add_option("--mask", args->masks, kMaskHelp);
-    cmd->add_option("--dump-after", args->dump_after, "Also print the IR after pass NAME, or after every pass with 'all'");
+    cmd->add_option("--precision", args->precision,
+                    "Plan precision the passes prepare for (decides which attention blocks stay on the sparse kernels)")
+        ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
+        ->capture_default_str();
+    cmd->add_option("--dump-after", args->dump_after,
+                    "Print the IR after pass NAME, the fusion plan (which ops form each kernel) with 'partition', or "
+                    "everything with 'all'");
     cmd->callback([args] {
         ir::Graph g = import_onnx_file(args->model);
         PipelineOptions opt;
         opt.pass.input_shapes = parse_shapes(args->shapes);
         opt.pass.masks = args->masks;
+        opt.pass.plan_precision = parse_precision(args->precision);
         opt.dump_after = args->dump_after;
         run_pipeline(g, opt);
         if (args->dump_after.empty()) fmt::print("{}", ir::to_text(g));
+        if (args->dump_after == "all" || args->dump_after == kPartitionStage)
+            fmt::print("{}\n", fusion::to_text(g, fusion::initial_scheme(g)));
         spdlog::info("{} nodes: {}", g.nodes.size(), ir::op_histogram(g));
     });
 }

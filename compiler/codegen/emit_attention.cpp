@@ -5,7 +5,7 @@
 // Operands are read and written where they are, with the strides of their
 // layout (ops/attention_layout.hpp).
 #include "codegen/emitters.hpp"
-#include "codegen/storage.hpp"
+#include "precision.hpp"
 #include "mask/attention_choice.hpp"
 #include "ops/attention_layout.hpp"
 #include "stof/error.hpp"
@@ -15,14 +15,6 @@
 
 namespace stof::codegen {
 
-bool attention_on_kernels(const ir::Graph& g, const ir::Node& n, const std::string& precision) {
-    if (precision != "fp16" && precision != "bf16") return false;
-    const int64_t d = g.value(n.inputs[0]).shape[3];
-    if (d != 32 && d != 64 && d != 80 && d != 96 && d != 128) return false;
-    // The kernels broadcast the bias over batch only.
-    return n.inputs.size() <= 4 || n.inputs[4] == ir::kNoValue || g.value(n.inputs[4]).shape[0] == 1;
-}
-
 void emit_attention(LowerState& st, const ir::Node& n) {
     const ir::Graph& g = st.g;
     const ir::AttentionLayout layout = ir::attention_layout(n);
@@ -30,7 +22,7 @@ void emit_attention(LowerState& st, const ir::Node& n) {
     const ir::AttentionDims qd = ir::attention_dims(g.value(n.inputs[0]).shape, layout.q),
                             kd = ir::attention_dims(g.value(n.inputs[1]).shape, layout.k);
     const int64_t B = qd.b, H = heads.heads, Sq = qd.s, D = qd.d, Hk = heads.kv_heads, Sk = kd.s;
-    const DType dt = float_storage(st.plan.meta.precision);
+    const DType dt = float_dtype(st.precision);
     // The tensor as it is (all its heads), from its first used head on; in another
     // dtype, an input converted now, the output written to a temporary converted after.
     auto operand = [&](ir::ValueId v, char l, int64_t head_offset, bool output = false) {
@@ -79,8 +71,9 @@ void emit_attention(LowerState& st, const ir::Node& n) {
             e.mask.tile_m = e.mask.tile_n = 64;
             e.mask.mask_batch = static_cast<int32_t>(kv.shape[0]);
             e.mask.mask_heads = static_cast<int32_t>(kv.shape[1]);
-            e.kernel_reason = st.attention_kernel != "auto" ? "--attention-kernel " + st.attention_kernel
-                                                            : "the pattern arrives at run time: the general kernel";
+            e.kernel_reason = st.attention_kernel != AttentionKernelChoice::selector
+                                  ? fmt::format("--attention-kernel {}", attention_kernel_choice_name(st.attention_kernel))
+                                  : "the pattern arrives at run time: the general kernel";
             it->second = static_cast<int32_t>(st.plan.masks.size());
             st.plan.masks.push_back(std::move(e));
             plan::Step c;
@@ -92,7 +85,7 @@ void emit_attention(LowerState& st, const ir::Node& n) {
             st.add_step(std::move(c));
         }
         a.mask = it->second;
-        a.kernel = st.attention_kernel == "row-wise" ? 1 : 0;
+        a.kernel = st.attention_kernel == AttentionKernelChoice::row_wise ? 1 : 0;
         spdlog::info("{}: mask {} built at run time from '{}', {} kernel", n.label(), n.attrs.s("mask", "dense"),
                      g.value(n.inputs[3]).name, a.kernel == 1 ? "row-wise" : "block-wise");
     } else if (auto [it, fresh] = st.static_masks.try_emplace({has_keep ? n.inputs[3] : ir::kNoValue, Sq, Sk});
@@ -115,9 +108,9 @@ void emit_attention(LowerState& st, const ir::Node& n) {
         }
         const SparseMaskStats stats = mask_stats(entry.mask);
         AttentionChoice choice = choose_attention_kernel(stats.rho, Sk);
-        if (st.attention_kernel != "auto") {
-            choice.kernel = st.attention_kernel;
-            choice.reason = "--attention-kernel " + st.attention_kernel + " (the selector: " + choice.reason + ")";
+        if (st.attention_kernel != AttentionKernelChoice::selector) {
+            choice.kernel = attention_kernel_choice_name(st.attention_kernel);
+            choice.reason = fmt::format("--attention-kernel {} (the selector: {})", choice.kernel, choice.reason);
         }
         entry.kernel_reason = choice.reason;
         a.kernel = choice.kernel == "row-wise" ? 1 : 0;

@@ -1,7 +1,6 @@
 // Conv, ConvTranspose, Resize, CumSum and ScatterND as direct kernels: one
 // thread per output element (or per scanned line / scattered element).
 #include "codegen/emitters.hpp"
-#include "codegen/storage.hpp"
 #include "codegen/value_emitter.hpp"
 #include "ops/conv_geometry.hpp"
 #include "ops/op_util.hpp"

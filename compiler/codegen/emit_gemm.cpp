@@ -1,6 +1,6 @@
 // MatMul and Gemm as cuBLASLt steps (plan::GemmStep), row-major.
 #include "codegen/emitters.hpp"
-#include "codegen/storage.hpp"
+#include "precision.hpp"
 #include "ops/op_util.hpp"
 #include "stof/error.hpp"
 
@@ -39,7 +39,7 @@ void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::No
     gs.a = st.tensor(n.inputs[0]);
     gs.b = st.tensor(n.inputs[1]);
     // cuBLASLt multiplies operands of one type: the plan's float storage type.
-    const DType compute = float_storage(st.plan.meta.precision);
+    const DType compute = float_dtype(st.precision);
     if (st.plan.tensors[static_cast<size_t>(gs.a)].dtype != compute) gs.a = emit_convert(st, gs.a, compute);
     if (st.plan.tensors[static_cast<size_t>(gs.b)].dtype != compute) gs.b = emit_convert(st, gs.b, compute);
     const ir::ValueId result = epilogue_nodes.empty() ? n.outputs[0] : epilogue_nodes.back()->outputs[0];

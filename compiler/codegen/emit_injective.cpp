@@ -3,7 +3,6 @@
 #include "stof/error.hpp"
 
 #include <algorithm>
-#include <set>
 
 namespace stof::codegen {
 
@@ -13,22 +12,6 @@ void elementwise_launch(int64_t n, plan::LaunchStep& launch) {
     constexpr int64_t kBlock = 256, kMaxBlocks = 8192;
     launch.block[0] = kBlock;
     launch.grid[0] = static_cast<uint32_t>(std::max<int64_t>(1, std::min(kMaxBlocks, (n + kBlock - 1) / kBlock)));
-}
-
-std::vector<const ir::Node*> injective_group(const LowerState& st, ir::ValueId root) {
-    std::set<int> members;
-    std::vector<ir::ValueId> stack{root};
-    while (!stack.empty()) {
-        const ir::ValueId v = stack.back();
-        stack.pop_back();
-        const int p = st.producer[static_cast<size_t>(v)];
-        if (p < 0 || !members.insert(p).second) continue;
-        for (ir::ValueId in : st.g.nodes[static_cast<size_t>(p)].inputs)
-            if (in != ir::kNoValue && st.inlined[static_cast<size_t>(in)]) stack.push_back(in);
-    }
-    std::vector<const ir::Node*> nodes;
-    for (int p : members) nodes.push_back(&st.g.nodes[static_cast<size_t>(p)]);
-    return nodes;  // std::set iterates in node order, which is topological
 }
 
 std::string ops_tag(const std::vector<const ir::Node*>& nodes, size_t max) {
@@ -50,12 +33,14 @@ std::string node_names(const std::vector<const ir::Node*>& nodes) {
     return s;
 }
 
-void emit_injective(LowerState& st, ir::ValueId root) {
+void emit_injective(LowerState& st, const fusion::Segment& seg) {
+    const ir::ValueId root = seg.outputs.at(0);
     const ir::Value& v = st.g.value(root);
     const int32_t out = st.tensor(root);
     const plan::TensorDesc& td = st.plan.tensors[static_cast<size_t>(out)];
     const int64_t n = numel(v.shape);
-    const std::vector<const ir::Node*> group = injective_group(st, root);
+    std::vector<const ir::Node*> group;
+    for (int i : seg.nodes) group.push_back(&st.g.nodes[static_cast<size_t>(i)]);
 
     KernelBuilder kb;
     const std::string out_p = kb.tensor(out, td.dtype, true);

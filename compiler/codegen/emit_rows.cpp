@@ -1,7 +1,6 @@
 // Softmax, LayerNormalization, RMSNorm and ReduceMean/Sum/Max/Min as row kernels
 // (templates/stof/rows.cuh): `rows` independent rows of `len` elements.
 #include "codegen/emitters.hpp"
-#include "codegen/storage.hpp"
 #include "codegen/value_emitter.hpp"
 #include "ops/op_util.hpp"
 #include "stof/error.hpp"

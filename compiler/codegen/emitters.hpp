@@ -2,15 +2,15 @@
 #pragma once
 
 #include "codegen/lower_state.hpp"
+#include "fusion/fusion_plan.hpp"
 
-#include <functional>
 #include <vector>
 
 namespace stof::codegen {
 
-// A fused elementwise/layout kernel computing `root` (stored) from stored
+// An elementwise segment: one kernel computing its stored value from stored
 // values, inlining the producers of values marked inlined. (emit_injective.cpp)
-void emit_injective(LowerState& st, ir::ValueId root);
+void emit_injective(LowerState& st, const fusion::Segment& seg);
 
 // Softmax, LayerNormalization, RMSNorm and Reduce* nodes as row kernels. (emit_rows.cpp)
 void emit_rows(LowerState& st, const ir::Node& n);
@@ -20,14 +20,8 @@ void emit_rows(LowerState& st, const ir::Node& n);
 // the last one's output is the result). (emit_gemm.cpp)
 void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::Node*>& epilogue_nodes);
 
-// Whether SparseAttention node n runs on the prebuilt kernels in a plan of
-// `precision` (fp16/bf16, head dim 64 or 128, bias broadcast over batch).
-bool attention_on_kernels(const ir::Graph& g, const ir::Node& n, const std::string& precision);
 // SparseAttention on the sparse attention kernels. (emit_attention.cpp)
 void emit_attention(LowerState& st, const ir::Node& n);
-// A copy of `g` whose SparseAttention nodes for which keep_fused is false are
-// rewritten into MatMul / Softmax / Where ops. (expand_attention.cpp)
-ir::Graph expand_attention(const ir::Graph& g, const std::function<bool(const ir::Node&)>& keep_fused);
 // Conv, ConvTranspose, Resize, CumSum and ScatterND as direct kernels. (emit_direct.cpp)
 void emit_direct(LowerState& st, const ir::Node& n);
 
@@ -39,8 +33,6 @@ void emit_convert_into(LowerState& st, int32_t tensor, int32_t dst);
 // Copies tensor broadcast (numpy rules) to `shape` into a new intermediate; returns it.
 int32_t emit_broadcast(LowerState& st, int32_t tensor, const Shape& shape);
 
-// Nodes of the injective group rooted at `root`, in topological order.
-std::vector<const ir::Node*> injective_group(const LowerState& st, ir::ValueId root);
 // "add_mul_erf": lower-case op names of nodes, at most `max` distinct ones.
 std::string ops_tag(const std::vector<const ir::Node*>& nodes, size_t max = 4);
 std::string node_names(const std::vector<const ir::Node*>& nodes);

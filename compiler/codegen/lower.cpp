@@ -1,89 +1,40 @@
 #include "codegen/lower.hpp"
 
+#include "codegen/compile_kernels.hpp"
 #include "codegen/emitters.hpp"
 #include "codegen/input_range.hpp"
 #include "codegen/lower_state.hpp"
 #include "codegen/memory_plan.hpp"
 #include "codegen/nvrtc.hpp"
-#include "codegen/storage.hpp"
 #include "stof/error.hpp"
 #include "stof/version.hpp"
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <ctime>
-#include <map>
-#include <thread>
 
 namespace stof::codegen {
 
-using ir::Op;
+using fusion::SegmentKind;
+
+AttentionKernelChoice parse_attention_kernel_choice(std::string_view name) {
+    if (name == "auto") return AttentionKernelChoice::selector;
+    if (name == "block-wise") return AttentionKernelChoice::block_wise;
+    if (name == "row-wise") return AttentionKernelChoice::row_wise;
+    STOF_FAIL("attention kernel '{}': use auto, block-wise or row-wise", name);
+}
+
+const char* attention_kernel_choice_name(AttentionKernelChoice c) {
+    switch (c) {
+        case AttentionKernelChoice::selector: return "auto";
+        case AttentionKernelChoice::block_wise: return "block-wise";
+        case AttentionKernelChoice::row_wise: return "row-wise";
+    }
+    return "?";
+}
 
 namespace {
-
-enum class Kind { injective, rows, gemm, direct, attention };
-
-Kind kind_of(const ir::Node& n) {
-    switch (n.op) {
-        case Op::Softmax: case Op::LayerNormalization: case Op::RMSNorm: case Op::ReduceMean: case Op::ReduceSum: case Op::ReduceMax:
-        case Op::ReduceMin:
-            return Kind::rows;
-        case Op::MatMul: case Op::Gemm: return Kind::gemm;
-        case Op::SparseAttention: return Kind::attention;
-        case Op::Conv: case Op::ConvTranspose: case Op::Resize: case Op::CumSum: case Op::ScatterND: return Kind::direct;
-        case Op::Shape: case Op::Size:
-            STOF_FAIL("internal: {} was not folded", n.label());
-        default: return Kind::injective;
-    }
-}
-
-bool is_view(Op op) {
-    return op == Op::Reshape || op == Op::Squeeze || op == Op::Unsqueeze || op == Op::Flatten || op == Op::Identity;
-}
-
-// The consumers of each value (node indices).
-std::vector<std::vector<int>> consumers_of(const ir::Graph& g) {
-    std::vector<std::vector<int>> c(g.values.size());
-    for (size_t i = 0; i < g.nodes.size(); ++i)
-        for (ir::ValueId v : g.nodes[i].inputs)
-            if (v != ir::kNoValue) c[static_cast<size_t>(v)].push_back(static_cast<int>(i));
-    return c;
-}
-
-// Bias-add / ReLU / tanh-GELU nodes after a GEMM that cuBLASLt can apply in its epilogue.
-std::vector<int> gemm_epilogue(const ir::Graph& g, const ir::Node& n, const std::vector<std::vector<int>>& cons,
-                               const std::vector<char>& is_output) {
-    std::vector<int> chain;
-    if (n.op == Op::Gemm && n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue) return chain;
-    const Shape& out_shape = g.value(n.outputs[0]).shape;
-    if (out_shape.empty()) return chain;
-    const int64_t cols = out_shape.back();
-    ir::ValueId v = n.outputs[0];
-    bool has_bias = false;
-    while (true) {
-        const auto& c = cons[static_cast<size_t>(v)];
-        if (c.size() != 1 || is_output[static_cast<size_t>(v)]) break;
-        const ir::Node& next = g.nodes[static_cast<size_t>(c[0])];
-        if (next.op == Op::Add && !has_bias && chain.empty()) {
-            const ir::ValueId other = next.inputs[0] == v ? next.inputs[1] : next.inputs[0];
-            const ir::Value& b = g.value(other);
-            const bool row_vector = b.data && numel(b.shape) == cols && !b.shape.empty() && b.shape.back() == cols;
-            if (!row_vector || next.inputs[0] == next.inputs[1] || g.value(next.outputs[0]).shape != out_shape) break;
-            has_bias = true;
-        } else if (next.op == Op::Relu || (next.op == Op::Gelu && next.attrs.s("approximate", "none") == "tanh")) {
-            chain.push_back(c[0]);
-            break;
-        } else {
-            break;
-        }
-        chain.push_back(c[0]);
-        v = next.outputs[0];
-    }
-    return chain;
-}
 
 std::string utc_now() {
     const std::time_t t = std::time(nullptr);
@@ -92,110 +43,27 @@ std::string utc_now() {
     return buf;
 }
 
-// Gives each distinct source one kernel (renaming entry points whose keys
-// collide), compiles them in parallel and points the launch steps at them.
-void compile_kernels(LowerState& st, const LowerOptions& opt) {
-    std::map<std::string, int32_t> by_source;
-    std::map<std::string, int> key_uses;
-    std::vector<size_t> job_of_kernel;
-    size_t job = 0;
-    for (plan::Step& s : st.plan.steps) {
-        if (s.kind != plan::StepKind::launch) continue;
-        KernelJob& j = st.jobs.at(job);
-        auto it = by_source.find(j.source);
-        if (it == by_source.end()) {
-            if (const int n = key_uses[j.key]++; n > 0) {
-                const std::string renamed = fmt::format("{}_{}", j.key, n + 1);
-                const size_t at = j.source.find(" " + j.key + "(");
-                STOF_CHECK(at != std::string::npos, "internal: kernel '{}' has no entry point", j.key);
-                const std::string original = j.source;
-                j.source.replace(at + 1, j.key.size(), renamed);
-                j.key = renamed;
-                by_source[original] = static_cast<int32_t>(st.plan.kernels.size());
-            }
-            it = by_source.emplace(j.source, static_cast<int32_t>(st.plan.kernels.size())).first;
-            plan::KernelDesc k;
-            k.key = j.key;
-            k.entry = j.key;
-            k.arch = opt.arch;
-            k.params = j.params;
-            st.plan.kernels.push_back(std::move(k));
-            job_of_kernel.push_back(job);
-        }
-        s.launch.kernel = it->second;
-        ++job;
-    }
-    const std::string cache = opt.cache_dir.empty() ? default_cache_dir() : opt.cache_dir;
-    const size_t total = st.plan.kernels.size();
-    const unsigned threads = opt.jobs > 0 ? static_cast<unsigned>(opt.jobs) : std::max(1u, std::thread::hardware_concurrency());
-    std::atomic<size_t> next{0}, done{0}, cached{0};
-    std::vector<std::string> errors(total);
-    auto worker = [&] {
-        for (size_t k = next++; k < total; k = next++) {
-            plan::KernelDesc& kd = st.plan.kernels[k];
-            try {
-                CompiledKernel c = compile_kernel(kd.key, st.jobs[job_of_kernel[k]].source, opt.arch, cache);
-                kd.cubin = std::move(c.cubin);
-                kd.ptx = std::move(c.ptx);
-                cached += c.cached;
-            } catch (const std::exception& e) {
-                errors[k] = e.what();
-            }
-            const size_t d = ++done;
-            if (d % 16 == 0 || d == total) spdlog::info("  NVRTC {}/{} kernels", d, total);
-        }
-    };
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(total, 1))); ++t) pool.emplace_back(worker);
-    for (std::thread& t : pool) t.join();
-    for (const std::string& e : errors) STOF_CHECK(e.empty(), "{}", e);
-    spdlog::info("kernels: {} compiled for {}, {} from the cache ({})", total - cached, opt.arch, cached.load(), cache);
-}
-
 }  // namespace
 
-plan::Plan lower(const ir::Graph& input, const LowerOptions& opt) {
+plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOptions& opt) {
     check_arch(opt.arch);
-    float_storage(opt.precision);  // validates the name
-    const ir::Graph g =
-        expand_attention(input, [&](const ir::Node& n) { return attention_on_kernels(input, n, opt.precision); });
+    STOF_CHECK(fp.inlined.size() == g.values.size() && fp.stored.size() == g.values.size(),
+               "internal: the fusion plan is for another graph");
     plan::Plan p;
     p.meta.model = opt.model;
     p.meta.stofc_version = kVersion;
     p.meta.target_arch = opt.arch;
     p.meta.nvrtc_version = nvrtc_version();
-    p.meta.precision = opt.precision;
+    p.meta.precision = precision_name(opt.precision);
     p.meta.created = utc_now();
-    LowerState st(g, p, opt.arch);
-    STOF_CHECK(opt.attention_kernel == "auto" || opt.attention_kernel == "block-wise" || opt.attention_kernel == "row-wise",
-               "attention kernel '{}': use auto, block-wise or row-wise", opt.attention_kernel);
+    LowerState st(g, p, opt.arch, opt.precision);
     st.attention_kernel = opt.attention_kernel;
+    st.inlined = fp.inlined;
+    std::vector<const fusion::Segment*> view_of(g.values.size(), nullptr);
+    for (const fusion::Segment& s : fp.segments)
+        if (s.kind == SegmentKind::view) view_of[static_cast<size_t>(s.outputs[0])] = &s;
 
-    const std::vector<std::vector<int>> cons = consumers_of(g);
-    std::vector<char> is_output(g.values.size(), 0);
-    for (ir::ValueId o : g.outputs) is_output[static_cast<size_t>(o)] = 1;
-
-    // Partition: GEMM epilogues, then injective values inlined into their single injective consumer.
-    std::vector<Kind> kind;
-    for (const ir::Node& n : g.nodes) kind.push_back(kind_of(n));
-    std::vector<int> folded_into(g.nodes.size(), -1);
-    std::vector<std::vector<int>> epilogue(g.nodes.size());
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-        if (kind[i] != Kind::gemm) continue;
-        epilogue[i] = gemm_epilogue(g, g.nodes[i], cons, is_output);
-        for (int e : epilogue[i]) folded_into[static_cast<size_t>(e)] = static_cast<int>(i);
-    }
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-        if (kind[i] != Kind::injective || folded_into[i] >= 0) continue;
-        for (ir::ValueId v : g.nodes[i].outputs) {
-            const auto& c = cons[static_cast<size_t>(v)];
-            st.inlined[static_cast<size_t>(v)] = c.size() == 1 && !is_output[static_cast<size_t>(v)] &&
-                                                 kind[static_cast<size_t>(c[0])] == Kind::injective &&
-                                                 folded_into[static_cast<size_t>(c[0])] < 0;
-        }
-    }
-
-    // Tensors: inputs, outputs, stored intermediates and views (aliases).
+    // Tensors: inputs, outputs, stored values and views (aliases), in node order.
     for (ir::ValueId v : g.inputs) {
         const ir::Value& val = g.value(v);
         STOF_CHECK(val.dtype != DType::f64, "input '{}' is float64; plans take float32, float16 or integer inputs", val.name);
@@ -215,64 +83,52 @@ plan::Plan lower(const ir::Graph& input, const LowerOptions& opt) {
         }
         p.outputs.push_back(output_tensor[static_cast<size_t>(v)]);
     }
-    std::vector<char> needs_copy(g.values.size(), 0);
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-        const ir::Node& n = g.nodes[i];
-        // A GEMM with an epilogue stores only the epilogue's last output.
-        if (folded_into[i] >= 0 && epilogue[static_cast<size_t>(folded_into[i])].back() != static_cast<int>(i)) continue;
-        if (kind[i] == Kind::gemm && !epilogue[i].empty()) continue;
+    for (const ir::Node& n : g.nodes) {
         for (ir::ValueId v : n.outputs) {
             const auto vi = static_cast<size_t>(v);
-            if (st.inlined[vi]) continue;
+            if (!fp.stored[vi]) continue;
             if (output_tensor[vi] >= 0) {
                 st.tensor_of[vi] = output_tensor[vi];
                 continue;
             }
             const ir::Value& val = g.value(v);
-            if (kind[i] == Kind::injective && folded_into[i] < 0) {
-                const std::vector<const ir::Node*> grp = injective_group(st, v);
-                const bool views = std::all_of(grp.begin(), grp.end(), [](const ir::Node* x) { return is_view(x->op); });
-                if (views) {
-                    ir::ValueId base = grp.front()->inputs[0];
-                    const int32_t bt = st.tensor(base);
-                    const int32_t t = st.add_tensor(val.name, p.tensors[static_cast<size_t>(bt)].dtype, val.shape,
-                                                    p.tensors[static_cast<size_t>(bt)].role == plan::TensorRole::weight
-                                                        ? plan::TensorRole::weight
-                                                        : plan::TensorRole::intermediate);
-                    st.alias_of[static_cast<size_t>(t)] = bt;
-                    p.tensors[static_cast<size_t>(t)].buffer = p.tensors[static_cast<size_t>(bt)].buffer;
-                    st.tensor_of[vi] = t;
-                    continue;
-                }
+            if (const fusion::Segment* view = view_of[vi]) {
+                const ir::ValueId base = g.nodes[static_cast<size_t>(view->nodes.front())].inputs[0];
+                const int32_t bt = st.tensor(base);
+                const plan::TensorDesc& b = p.tensors[static_cast<size_t>(bt)];
+                const int32_t t = st.add_tensor(val.name, b.dtype, val.shape,
+                                                b.role == plan::TensorRole::weight ? plan::TensorRole::weight
+                                                                                   : plan::TensorRole::intermediate);
+                st.alias_of[static_cast<size_t>(t)] = bt;
+                p.tensors[static_cast<size_t>(t)].buffer = p.tensors[static_cast<size_t>(bt)].buffer;
+                st.tensor_of[vi] = t;
+                continue;
             }
-            st.tensor_of[vi] = st.add_tensor(val.name, storage_dtype(val.dtype, opt.precision), val.shape,
-                                             plan::TensorRole::intermediate);
+            st.tensor_of[vi] = st.add_tensor(val.name, plan_dtype(val.dtype, opt.precision), val.shape, plan::TensorRole::intermediate);
         }
     }
+    std::vector<char> needs_copy(g.values.size(), 0);
     for (ir::ValueId v : g.outputs) {
         const auto vi = static_cast<size_t>(v);
         if (st.tensor_of[vi] != output_tensor[vi]) needs_copy[vi] = 1;  // an input, a constant or a view
     }
 
-    // Steps, in node order.
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-        const ir::Node& n = g.nodes[i];
-        if (folded_into[i] >= 0) continue;
-        switch (kind[i]) {
-            case Kind::injective:
-                for (ir::ValueId v : n.outputs) {
-                    const auto vi = static_cast<size_t>(v);
-                    if (st.inlined[vi] || st.tensor_of[vi] < 0 || st.alias_of[static_cast<size_t>(st.tensor_of[vi])] >= 0)
-                        continue;
-                    emit_injective(st, v);
-                }
+    // Steps, one segment after the other.
+    for (const fusion::Segment& s : fp.segments) {
+        const ir::Node& n = g.nodes[static_cast<size_t>(s.nodes.front())];
+        switch (s.kind) {
+            case SegmentKind::view: break;
+            case SegmentKind::elementwise: {
+                const auto vi = static_cast<size_t>(s.outputs[0]);
+                if (st.tensor_of[vi] >= 0 && st.alias_of[static_cast<size_t>(st.tensor_of[vi])] < 0) emit_injective(st, s);
                 break;
-            case Kind::rows: emit_rows(st, n); break;
-            case Kind::direct: emit_direct(st, n); break;
-            case Kind::attention: emit_attention(st, n); break;
-            case Kind::gemm: {
+            }
+            case SegmentKind::row: emit_rows(st, n); break;
+            case SegmentKind::loop: emit_direct(st, n); break;
+            case SegmentKind::attention: emit_attention(st, n); break;
+            case SegmentKind::gemm: {
                 std::vector<const ir::Node*> epi;
-                for (int e : epilogue[i]) epi.push_back(&g.nodes[static_cast<size_t>(e)]);
+                for (size_t k = 1; k < s.nodes.size(); ++k) epi.push_back(&g.nodes[static_cast<size_t>(s.nodes[k])]);
                 emit_gemm(st, n, epi);
                 break;
             }

@@ -1,24 +1,33 @@
-// Lowering of a shape-inferred IR graph into an executable plan: partition
-// into kernels, cuBLASLt GEMMs and prebuilt kernels, arena planning, and
-// NVRTC compilation of every generated kernel.
+// Lowering of a shape-inferred IR graph and its fusion plan into an executable
+// plan: plan tensors and steps per segment, arena planning, and NVRTC
+// compilation of every generated kernel (codegen/compile_kernels.cpp).
 #pragma once
 
+#include "fusion/fusion_plan.hpp"
 #include "ir/graph.hpp"
+#include "precision.hpp"
 #include "stof/plan.hpp"
 
 #include <string>
+#include <string_view>
 
 namespace stof::codegen {
 
+// --attention-kernel: the analytical selector's choice, or one kernel forced.
+enum class AttentionKernelChoice : uint8_t { selector, block_wise, row_wise };
+// "auto" | "block-wise" | "row-wise"; a stof::Error otherwise.
+AttentionKernelChoice parse_attention_kernel_choice(std::string_view name);
+const char* attention_kernel_choice_name(AttentionKernelChoice c);
+
 struct LowerOptions {
-    std::string precision = "fp32";  // fp32 | fp16 | bf16: storage of float tensors inside the plan
-    std::string arch = "sm_90";      // NVRTC target
-    std::string cache_dir;           // kernel cache (default_cache_dir() when empty)
-    int jobs = 0;                    // parallel NVRTC compilations (0: hardware threads)
-    std::string model;               // recorded in the plan's meta
-    std::string attention_kernel = "auto";  // auto (the selector) | block-wise | row-wise
+    Precision precision = Precision::fp32;  // storage of float tensors inside the plan
+    std::string arch = "sm_90";             // NVRTC target
+    std::string cache_dir;                  // kernel cache (default_cache_dir() when empty)
+    int jobs = 0;                           // parallel NVRTC compilations (0: hardware threads)
+    std::string model;                      // recorded in the plan's meta
+    AttentionKernelChoice attention_kernel = AttentionKernelChoice::selector;
 };
 
-plan::Plan lower(const ir::Graph& g, const LowerOptions& opt);
+plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOptions& opt);
 
 }  // namespace stof::codegen

@@ -1,6 +1,6 @@
 #include "codegen/lower_state.hpp"
 
-#include "codegen/storage.hpp"
+#include "precision.hpp"
 #include "stof/error.hpp"
 #include "stof/plan_format.hpp"
 
@@ -9,8 +9,8 @@
 
 namespace stof::codegen {
 
-LowerState::LowerState(const ir::Graph& graph, plan::Plan& p, std::string target_arch)
-    : g(graph), plan(p), arch(std::move(target_arch)), tensor_of(graph.values.size(), -1),
+LowerState::LowerState(const ir::Graph& graph, plan::Plan& p, std::string target_arch, Precision plan_precision)
+    : g(graph), plan(p), arch(std::move(target_arch)), precision(plan_precision), tensor_of(graph.values.size(), -1),
       inlined(graph.values.size(), 0), uses(graph.use_counts()),
       producer(graph.producers()) {}
 
@@ -46,7 +46,7 @@ int32_t LowerState::add_weight(const Tensor& t, const std::string& name) {
 int32_t LowerState::tensor(ir::ValueId v) {
     int32_t& t = tensor_of.at(static_cast<size_t>(v));
     const ir::Value& val = g.value(v);
-    if (t < 0 && val.data) t = add_weight(storage_tensor(*val.data, plan.meta.precision), val.name);
+    if (t < 0 && val.data) t = add_weight(to_plan_precision(*val.data, precision), val.name);
     STOF_CHECK(t >= 0, "internal: value '{}' has no storage in the plan", val.name);
     return t;
 }

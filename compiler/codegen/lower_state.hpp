@@ -2,6 +2,7 @@
 #pragma once
 
 #include "codegen/kernel_source.hpp"
+#include "codegen/lower.hpp"
 #include "ir/graph.hpp"
 #include "stof/plan.hpp"
 
@@ -17,7 +18,8 @@ struct LowerState {
     const ir::Graph& g;
     plan::Plan& plan;
     std::string arch;                 // "sm_90"
-    std::string attention_kernel = "auto";  // LowerOptions::attention_kernel
+    Precision precision;              // of the plan's float tensors
+    AttentionKernelChoice attention_kernel = AttentionKernelChoice::selector;
     std::vector<int32_t> tensor_of;   // value id → plan tensor index, -1 when not stored
     std::vector<char> inlined;        // value id → computed inside its consumer's kernel
     std::vector<int32_t> alias_of;    // plan tensor → tensor whose storage it shares, -1 if none
@@ -30,7 +32,7 @@ struct LowerState {
     std::map<std::tuple<ir::ValueId, int64_t, int64_t>, std::pair<int32_t, int32_t>> static_masks;
     std::multimap<uint32_t, int32_t> weights_by_checksum;  // weight bytes' checksum → weight tensors
 
-    LowerState(const ir::Graph& graph, plan::Plan& p, std::string target_arch);
+    LowerState(const ir::Graph& graph, plan::Plan& p, std::string target_arch, Precision plan_precision);
 
     // A new plan tensor (arena by default).
     int32_t add_tensor(const std::string& name, DType dtype, const Shape& shape, plan::TensorRole role);

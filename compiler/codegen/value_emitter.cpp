@@ -1,6 +1,6 @@
 #include "codegen/value_emitter.hpp"
 
-#include "codegen/storage.hpp"
+#include "precision.hpp"
 #include "ops/op_util.hpp"
 #include "stof/error.hpp"
 
@@ -177,6 +177,12 @@ Expr ValueEmitter::node_value(const ir::Node& n, size_t out, const std::vector<s
         }
         return Expr{fmt::format("({} {} {})", a.code, op, b.code), Scalar::b};
     };
+    if (const char* expr = ir::op_info(n.op).device_expr) {
+        const std::string_view e(expr);
+        Expr x = as_float(in(0));
+        if (e.find("{0}") != e.rfind("{0}")) x = hoist(x);
+        return {fmt::format(fmt::runtime(e), x.code), Scalar::f};
+    }
     switch (n.op) {
         case Op::Identity: return in(0);
         case Op::Abs: {
@@ -188,17 +194,6 @@ Expr ValueEmitter::node_value(const ir::Node& n, size_t out, const std::vector<s
             const Expr x = in(0);
             return {fmt::format("(-{})", x.code), x.type};
         }
-        case Op::Sqrt: return f1("sqrtf");
-        case Op::Reciprocal: return {fmt::format("(1.0f / {})", as_float(in(0)).code), Scalar::f};
-        case Op::Log: return f1("logf");
-        case Op::Exp: return f1("expf");
-        case Op::Erf: return f1("erff");
-        case Op::Tanh: return f1("tanhf");
-        case Op::Sigmoid: return f1("stof::sigmoid");
-        case Op::Sin: return f1("sinf");
-        case Op::Cos: return f1("cosf");
-        case Op::Floor: return f1("floorf");
-        case Op::Ceil: return f1("ceilf");
         case Op::Relu: {
             const Expr x = hoist(in(0));
             if (x.type == Scalar::f) return {fmt::format("fmaxf({}, 0.0f)", x.code), Scalar::f};
@@ -318,8 +313,8 @@ Expr ValueEmitter::node_value(const ir::Node& n, size_t out, const std::vector<s
                 a.set_f64(ch, s);
                 b.set_f64(ch, val(2) - val(3) * s);
             }
-            const std::string pa = kb_.tensor(st_.add_weight(storage_tensor(a, "fp32"), n.name + "_scale"), DType::f32, false);
-            const std::string pb = kb_.tensor(st_.add_weight(storage_tensor(b, "fp32"), n.name + "_shift"), DType::f32, false);
+            const std::string pa = kb_.tensor(st_.add_weight(to_plan_precision(a, Precision::fp32), n.name + "_scale"), DType::f32, false);
+            const std::string pb = kb_.tensor(st_.add_weight(to_plan_precision(b, Precision::fp32), n.name + "_shift"), DType::f32, false);
             return {fmt::format("fmaf({}, {}[{}], {}[{}])", as_float(at(n.inputs[0], c)).code, pa, c[1], pb, c[1]), Scalar::f};
         }
 

@@ -1,21 +1,16 @@
 #include "ir/op.hpp"
 
-#include "ops/op_functions.hpp"
-
 namespace stof::ir {
 
 namespace {
-constexpr OpInfo kOps[] = {
-#define STOF_OP(name, cat, min_in, max_in, min_out, max_out, infer, eval) \
-    {#name, Category::cat, min_in, max_in, min_out, max_out, &ops::infer, &ops::eval},
+constexpr std::string_view kNames[] = {
+#define STOF_OP(name, ...) #name,
 #include "ir/ops.def"
 #undef STOF_OP
 };
 }  // namespace
 
-const OpInfo& op_info(Op op) { return kOps[static_cast<size_t>(op)]; }
-
-std::string_view op_name(Op op) { return op_info(op).name; }
+std::string_view op_name(Op op) { return kNames[static_cast<size_t>(op)]; }
 
 const char* category_name(Category c) {
     switch (c) {
@@ -29,9 +24,21 @@ const char* category_name(Category c) {
     return "?";
 }
 
+const char* lowering_name(Lowering l) {
+    switch (l) {
+        case Lowering::fused: return "fused";
+        case Lowering::row_kernel: return "row_kernel";
+        case Lowering::gemm: return "gemm";
+        case Lowering::loop_kernel: return "loop_kernel";
+        case Lowering::sparse_attention: return "sparse_attention";
+        case Lowering::folded: return "folded";
+    }
+    return "?";
+}
+
 bool op_from_name(std::string_view name, Op* out) {
-    for (size_t i = 0; i < std::size(kOps); ++i) {
-        if (kOps[i].name == name) {
+    for (size_t i = 0; i < std::size(kNames); ++i) {
+        if (kNames[i] == name) {
             *out = static_cast<Op>(i);
             return true;
         }

@@ -72,6 +72,8 @@ constexpr OnnxOp kTable[] = {
     {"Sign", 13, kLast, Op::Sign, nullptr},
     {"Floor", 13, kLast, Op::Floor, nullptr},
     {"Ceil", 13, kLast, Op::Ceil, nullptr},
+    {"Softplus", 13, kLast, Op::Softplus, nullptr},
+    {"Softsign", 13, kLast, Op::Softsign, nullptr},
     {"Gelu", 20, kLast, Op::Gelu, nullptr},
     {"IsNaN", 13, kLast, Op::IsNaN, nullptr},
     {"IsInf", 13, kLast, Op::IsInf, nullptr},

@@ -146,6 +146,8 @@ STOF_FLOAT_UNARY(Sin, std::sin(x))
 STOF_FLOAT_UNARY(Cos, std::cos(x))
 STOF_FLOAT_UNARY(Floor, std::floor(x))
 STOF_FLOAT_UNARY(Ceil, std::ceil(x))
+STOF_FLOAT_UNARY(Softplus, x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)))
+STOF_FLOAT_UNARY(Softsign, x / (1.0 + std::fabs(x)))
 #undef STOF_FLOAT_UNARY
 
 std::vector<Tensor> eval_Gelu(const Node& n, const Inputs& in, const Types& out) {

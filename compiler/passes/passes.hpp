@@ -3,8 +3,10 @@
 #pragma once
 
 #include "ir/graph.hpp"
+#include "precision.hpp"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,9 @@ struct PassOptions {
     std::map<std::string, Shape> input_shapes;
     // --mask [LAYERS=]SPEC: attention masks, intersected with the model's own.
     std::vector<std::string> masks;
+    // The precision of the plan being compiled; unset when no plan is (stofc eval),
+    // and then attention stays SparseAttention for the interpreter.
+    std::optional<Precision> plan_precision;
 };
 
 namespace passes {
@@ -55,6 +60,11 @@ void fuse_linear(ir::Graph& g, const PassOptions& opt);
 // Scaled dot-product attention subgraphs → SparseAttention, with the mask the
 // model computes (pattern, bias, padding input) and --mask. (fuse_attention.cpp)
 void fuse_attention(ir::Graph& g, const PassOptions& opt);
+
+// SparseAttention nodes the sparse attention kernels cannot run at
+// opt.plan_precision → the MatMul / Softmax / Where ops they stand for, each
+// reported with its reason. (decompose_attention.cpp)
+void decompose_attention(ir::Graph& g, const PassOptions& opt);
 
 // Removes nodes and values that no graph output depends on. (eliminate_dead_code.cpp)
 void eliminate_dead_code(ir::Graph& g, const PassOptions& opt);

@@ -181,7 +181,7 @@ def unary(d):
         "Log": d.pos(*s), "Exp": d.f(*s), "Erf": d.f(*s, scale=1.5), "Tanh": d.f(*s, scale=2),
         "Relu": d.f(*s), "Sigmoid": d.f(*s, scale=3), "Sin": d.f(*s, scale=3),
         "Cos": d.f(*s, scale=3), "Sign": d.with_zeros(d.f(*s)), "Floor": d.f(*s, scale=3),
-        "Ceil": d.f(*s, scale=3), "Identity": d.f(*s),
+        "Ceil": d.f(*s, scale=3), "Identity": d.f(*s), "Softplus": d.f(*s, scale=30), "Softsign": d.f(*s, scale=5),
     }
     data["Floor"].flat[:3] = [-2.0, 0.0, 3.0]
     data["Ceil"].flat[:3] = [-2.0, 0.0, 3.0]

@@ -1,8 +1,7 @@
 // fuse-attention: every model in models/ ends with one SparseAttention per layer
 // and no Softmax, with unchanged reference outputs; near-misses stay unfused;
 // --mask is intersected with the model's own mask.
-#include "codegen/emitters.hpp"
-#include "codegen/lower.hpp"
+#include "compile.hpp"
 #include "interp/interpreter.hpp"
 #include "onnx/import.hpp"
 #include "ops/attention_layout.hpp"
@@ -57,14 +56,19 @@ const ir::Node& attention(const ir::Graph& g, int layer) {
     throw;
 }
 
-// g lowered to an fp16 plan for sm_90 (kernels compiled offline into a test cache).
-plan::Plan fp16_plan(const ir::Graph& g) {
-    codegen::LowerOptions opt;
-    opt.precision = "fp16";
-    opt.arch = "sm_90";
-    opt.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
-    opt.model = "model.onnx";
-    return codegen::lower(g, opt);
+// The model in dir (shapes from its inputs) compiled to an fp16 plan for sm_90
+// (kernels compiled offline into a test cache).
+plan::Plan fp16_plan(const fs::path& dir, const std::vector<std::string>& masks) {
+    ir::Graph g = import_onnx_file((dir / "model.onnx").string());
+    CompileOptions opt;
+    for (const auto& f : fs::directory_iterator(dir / "inputs"))
+        opt.pipeline.pass.input_shapes[f.path().stem().string()] = read_npy(f.path().string()).shape;
+    opt.pipeline.pass.masks = masks;
+    opt.lower.precision = Precision::fp16;
+    opt.lower.arch = "sm_90";
+    opt.lower.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
+    opt.lower.model = "model.onnx";
+    return compile_model(g, opt);
 }
 
 // Scores [1,1,S,S] from x [1,1,S,8] for the negative cases.
@@ -507,7 +511,10 @@ TEST_CASE("SparseAttention's reference equals its MatMul/Softmax decomposition (
         for (int64_t x = 0; x < B * S; ++x) p.set_i64(x, x % S < S - 3 * (x / S) - 1);
         feeds["pad"] = p;
         const Tensor want = interpret(g, feeds).at("o");
-        const ir::Graph expanded = codegen::expand_attention(g, [](const ir::Node&) { return false; });
+        ir::Graph expanded = g;
+        PassOptions fp32_plan;
+        fp32_plan.plan_precision = Precision::fp32;
+        passes::decompose_attention(expanded, fp32_plan);
         expanded.verify();
         CHECK(count(expanded, ir::Op::SparseAttention) == 0);
         const Tensor got = interpret(expanded, feeds).at("o");
@@ -527,8 +534,7 @@ TEST_CASE("an fp16 plan runs attention on the projections in place: no head spli
          {std::tuple<const char*, int64_t, std::vector<uint64_t>>{"bert-torchscript", 128, {0, 0, 0}},
           {"gpt2-dynamo", 384, {0, 256, 512}}}) {
         INFO(name);
-        Model m = load(fs::path(test::source_dir()) / "models" / name, {"sliding:16"});
-        const plan::Plan p = fp16_plan(m.g);
+        const plan::Plan p = fp16_plan(fs::path(test::source_dir()) / "models" / name, {"sliding:16"});
         int attention_steps = 0, key_valid_steps = 0;
         std::set<int32_t> words;
         for (const plan::Step& s : p.steps) {
@@ -562,8 +568,7 @@ TEST_CASE("an fp16 plan runs attention on the projections in place: no head spli
 TEST_CASE("T5's position bias, read by every layer, is one weight of the plan", "[cpu][passes][attention]") {
     for (const char* name : {"t5-torchscript", "t5-dynamo"}) {
         INFO(name);
-        Model m = load(fs::path(test::source_dir()) / "models" / name, {});
-        const plan::Plan p = fp16_plan(m.g);
+        const plan::Plan p = fp16_plan(fs::path(test::source_dir()) / "models" / name, {});
         std::set<int32_t> biases;
         int attention_steps = 0;
         for (const plan::Step& s : p.steps) {

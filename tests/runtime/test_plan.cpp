@@ -4,7 +4,7 @@
 // contents behind valid checksums) are rejected with a stof::Error that names the
 // file and the damage, never a crash.
 #include "catch.hpp"
-#include "codegen/lower.hpp"
+#include "compile.hpp"
 #include "onnx/import.hpp"
 #include "onnx_builder.hpp"
 #include "pipeline.hpp"
@@ -294,13 +294,12 @@ plan::Plan compiled_plan() {
     b.node("Softmax", {"n"}, {"y"});
     b.output("y");
     ir::Graph g = import_onnx_bytes(b.bytes(), "", "sample");
-    run_pipeline(g, {});
-    codegen::LowerOptions opt;
-    opt.precision = "fp16";
-    opt.arch = "sm_90";
-    opt.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
-    opt.model = "sample.onnx";
-    return codegen::lower(g, opt);
+    CompileOptions opt;
+    opt.lower.precision = Precision::fp16;
+    opt.lower.arch = "sm_90";
+    opt.lower.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
+    opt.lower.model = "sample.onnx";
+    return compile_model(g, opt);
 }
 
 // What the reader says when byte i of `bytes` is flipped (checksums checked).

@@ -1,15 +1,18 @@
-// SparseAttention nodes the kernels cannot run (fp32 plans, other head dims, a
-// bias that varies over batch), rewritten into the ops it stands for (seq-major
-// operands, ops/attention_layout.hpp, transposed to heads-major first):
+// decompose-attention: in a plan, the SparseAttention nodes the sparse kernels
+// cannot run (fp32 plans, other head dims, a bias that varies over batch) are
+// rewritten into the ops they stand for (seq-major operands,
+// ops/attention_layout.hpp, transposed to heads-major first):
 //   s = MatMul(q, Transpose(k)) · scale [+ bias];  s = Where(keep ∧ valid, s, −inf)
 //   p = Softmax(s);  p = Where(IsNaN(p), 0, p)     (rows without a kept key: 0)
 //   o = MatMul(p, v)                                  (k, v repeated over heads for GQA)
-#include "codegen/emitters.hpp"
 #include "ops/attention_layout.hpp"
+#include "passes/passes.hpp"
+
+#include <spdlog/spdlog.h>
 
 #include <limits>
 
-namespace stof::codegen {
+namespace stof::passes {
 
 namespace {
 
@@ -59,17 +62,30 @@ struct Builder {
     }
 };
 
+// Why node n cannot run on the sparse attention kernels in a plan of precision p, or "".
+std::string off_kernels_reason(const ir::Graph& g, const ir::Node& n, Precision p) {
+    if (p == Precision::fp32) return "the plan is fp32 and the kernels take fp16 or bf16";
+    const int64_t d = g.value(n.inputs[0]).shape[3];
+    if (d != 32 && d != 64 && d != 80 && d != 96 && d != 128)
+        return fmt::format("head dim {} is not one of the kernels' 32, 64, 80, 96, 128", d);
+    if (n.inputs.size() > 4 && n.inputs[4] != ir::kNoValue && g.value(n.inputs[4]).shape[0] != 1)
+        return "its bias varies over batch and the kernels broadcast it over batch only";
+    return "";
+}
+
 }  // namespace
 
-ir::Graph expand_attention(const ir::Graph& in, const std::function<bool(const ir::Node&)>& keep_fused) {
-    ir::Graph g = in;
+void decompose_attention(ir::Graph& g, const PassOptions& opt) {
+    if (!opt.plan_precision) return;
     std::vector<ir::Node> nodes;
     const std::vector<ir::Node> old = g.nodes;
     for (const ir::Node& n : old) {
-        if (n.op != ir::Op::SparseAttention || keep_fused(n)) {
+        const std::string why = n.op == ir::Op::SparseAttention ? off_kernels_reason(g, n, *opt.plan_precision) : "";
+        if (why.empty()) {
             nodes.push_back(n);
             continue;
         }
+        spdlog::warn("{}: runs as dense MatMul/Softmax, not on the sparse attention kernels: {}", n.label(), why);
         Builder b{g, nodes, n.name};
         const ir::AttentionLayout layout = ir::attention_layout(n);
         const ir::AttentionHeads heads =
@@ -138,7 +154,6 @@ ir::Graph expand_attention(const ir::Graph& in, const std::function<bool(const i
         }
     }
     g.nodes = std::move(nodes);
-    return g;
 }
 
-}  // namespace stof::codegen
+}  // namespace stof::passes

@@ -1,0 +1,21 @@
+// The compiler's one entry point: an imported model through the passes, the
+// fusion plan and lowering to a plan (stofc compile; tests).
+#pragma once
+
+#include "codegen/lower.hpp"
+#include "ir/graph.hpp"
+#include "pipeline.hpp"
+#include "stof/plan.hpp"
+
+namespace stof {
+
+struct CompileOptions {
+    PipelineOptions pipeline;   // pipeline.pass.plan_precision is set from lower.precision
+    codegen::LowerOptions lower;
+};
+
+// Runs the pipeline on g (in place), builds the fusion plan (printed when
+// --dump-after names "partition" or "all") and lowers it.
+plan::Plan compile_model(ir::Graph& g, CompileOptions opt);
+
+}  // namespace stof

@@ -1,0 +1,147 @@
+// The initial fusion scheme: which nodes form each segment, which values are
+// stored, and what --dump-after partition prints.
+#include "fusion/fusion_plan.hpp"
+#include "onnx/import.hpp"
+#include "onnx_builder.hpp"
+#include "pipeline.hpp"
+#include "stof/npy.hpp"
+#include "test_util.hpp"
+
+#include <filesystem>
+#include <map>
+
+using namespace stof;
+namespace fs = std::filesystem;
+
+namespace {
+
+ir::Graph pipelined(const std::string& bytes) {
+    ir::Graph g = import_onnx_bytes(bytes, "", "sample");
+    run_pipeline(g, {});
+    return g;
+}
+
+std::string ops_of(const ir::Graph& g, const fusion::Segment& s) {
+    std::string out;
+    for (int n : s.nodes) out += fmt::format("{}{}", out.empty() ? "" : "+", ir::op_name(g.nodes[static_cast<size_t>(n)].op));
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("initial scheme: GEMM epilogues, inlined chains, row and view segments", "[cpu][fusion]") {
+    std::mt19937_64 rng = test::make_rng();
+    test::OnnxBuilder b;
+    b.input("x", onnx::TensorProto::FLOAT, {2, 8, 32});
+    b.initializer("w", test::random_tensor(DType::f32, {32, 32}, rng));
+    b.initializer("bias", test::random_tensor(DType::f32, {32}, rng));
+    b.initializer("scale", test::random_tensor(DType::f32, {32}, rng));
+    b.initializer("shape", test::ints({16, 32}));
+    b.node("MatMul", {"x", "w"}, {"h"}, "mm");
+    b.node("Add", {"h", "bias"}, {"hb"}, "bias_add");
+    b.node("Relu", {"hb"}, {"r"}, "relu");
+    b.node("Add", {"r", "x"}, {"res"}, "residual");
+    b.node("LayerNormalization", {"res", "scale"}, {"n"}, "ln");
+    b.node("Mul", {"n", "n"}, {"sq"}, "square");
+    b.node("Sqrt", {"sq"}, {"root"}, "root");
+    b.node("Reshape", {"root", "shape"}, {"y"}, "flat");
+    b.output("y");
+    b.output("n");
+    const ir::Graph g = pipelined(b.bytes());
+    const fusion::FusionPlan p = fusion::initial_scheme(g);
+
+    std::vector<std::string> kinds, ops;
+    for (const fusion::Segment& s : p.segments) {
+        kinds.push_back(fusion::segment_kind_name(s.kind));
+        ops.push_back(ops_of(g, s));
+    }
+    // The residual Add is stored (its consumer is a row op), the LayerNorm output is a graph
+    // output and so stored, and Mul and Sqrt are inlined into the Reshape that the output is.
+    CHECK(kinds == std::vector<std::string>{"gemm", "elementwise", "row", "elementwise"});
+    CHECK(ops == std::vector<std::string>{"MatMul+Add+Relu", "Add", "LayerNormalization", "Mul+Sqrt+Reshape"});
+    CHECK(p.inlined[static_cast<size_t>(g.find_value("sq"))]);
+    CHECK(p.inlined[static_cast<size_t>(g.find_value("root"))]);
+    CHECK(!p.stored[static_cast<size_t>(g.find_value("hb"))]);
+    CHECK(p.stored[static_cast<size_t>(g.find_value("r"))]);
+    CHECK(p.stored[static_cast<size_t>(g.find_value("n"))]);
+
+    const std::string text = fusion::to_text(g, p);
+    INFO(text);
+    CHECK(text.find("// partition: 4 segments, 4 steps") != std::string::npos);
+    CHECK(text.find("seg 0 gemm @0: MatMul 'mm' + Add 'bias_add' + Relu 'relu' -> r") != std::string::npos);
+    CHECK(text.find("seg 3 elementwise @7: Mul 'square' + Sqrt 'root' + Reshape 'flat' -> y") != std::string::npos);
+
+    // A reshape of a stored value that a GEMM reads is a view: no step.
+    test::OnnxBuilder v;
+    v.input("x", onnx::TensorProto::FLOAT, {2, 8});
+    v.initializer("shape", test::ints({16, 1}));
+    v.initializer("w", test::random_tensor(DType::f32, {1, 4}, rng));
+    v.node("Softmax", {"x"}, {"s"});
+    v.node("Reshape", {"s", "shape"}, {"col"});
+    v.node("MatMul", {"col", "w"}, {"y"});
+    v.output("y");
+    const ir::Graph vg = pipelined(v.bytes());
+    const fusion::FusionPlan vp = fusion::initial_scheme(vg);
+    REQUIRE(vp.segments.size() == 3);
+    CHECK(vp.segments[1].kind == fusion::SegmentKind::view);
+    CHECK(fusion::to_text(vg, vp).find("// partition: 3 segments, 2 steps") != std::string::npos);
+    // The same reshape as a graph output is written by a kernel of its own.
+    v.output("col");
+    const ir::Graph og = pipelined(v.bytes());
+    const fusion::FusionPlan op = fusion::initial_scheme(og);
+    REQUIRE(op.segments.size() == 3);
+    CHECK(op.segments[1].kind == fusion::SegmentKind::elementwise);
+}
+
+TEST_CASE("initial scheme: an erf-GELU and a value read twice are not folded into the GEMM", "[cpu][fusion]") {
+    std::mt19937_64 rng = test::make_rng();
+    for (const bool twice : {false, true}) {
+        test::OnnxBuilder b(20);
+        b.input("x", onnx::TensorProto::FLOAT, {4, 16});
+        b.initializer("w", test::random_tensor(DType::f32, {16, 16}, rng));
+        b.node("MatMul", {"x", "w"}, {"h"});
+        auto& gelu = b.node(twice ? "Relu" : "Gelu", {"h"}, {"y"});
+        if (!twice) test::set_attr(gelu, "approximate", std::string("none"));
+        if (twice) {
+            b.node("Add", {"h", "y"}, {"z"});
+            b.output("z");
+        } else {
+            b.output("y");
+        }
+        ir::Graph g = import_onnx_bytes(b.bytes(), "", "sample");
+        run_pipeline(g, {});
+        const fusion::FusionPlan p = fusion::initial_scheme(g);
+        REQUIRE(p.segments.size() == 2);
+        CHECK(p.segments[0].kind == fusion::SegmentKind::gemm);
+        CHECK(p.segments[0].nodes.size() == 1);
+        CHECK(p.segments[1].kind == fusion::SegmentKind::elementwise);
+    }
+}
+
+TEST_CASE("initial scheme: steps per layer of the zoo models", "[cpu][fusion]") {
+    // Plan steps (segments that are not views) from one attention layer's attention
+    // to the next one's: one layer's steps.
+    const std::map<std::string, int> expected = {
+        {"bert-torchscript", 12}, {"gpt2-torchscript", 9}, {"llama-torchscript", 17}, {"t5-torchscript", 11}, {"vit-torchscript", 12}};
+    for (const auto& [name, per_layer] : expected) {
+        INFO(name);
+        const fs::path dir = fs::path(test::source_dir()) / "models" / name;
+        ir::Graph g = import_onnx_file((dir / "model.onnx").string());
+        PipelineOptions opt;
+        for (const auto& f : fs::directory_iterator(dir / "inputs"))
+            opt.pass.input_shapes[f.path().stem().string()] = read_npy(f.path().string()).shape;
+        opt.pass.plan_precision = Precision::fp16;
+        run_pipeline(g, opt);
+        const fusion::FusionPlan p = fusion::initial_scheme(g);
+        std::map<int, int> steps_by_layer;  // layer (from the SparseAttention before it) → steps
+        int layer = -1;
+        for (const fusion::Segment& s : p.segments) {
+            if (s.kind == fusion::SegmentKind::attention)
+                layer = static_cast<int>(g.nodes[static_cast<size_t>(s.nodes[0])].attrs.i("layer", -1));
+            if (s.kind == fusion::SegmentKind::view) continue;
+            if (layer >= 0) ++steps_by_layer[layer];
+        }
+        REQUIRE(steps_by_layer.size() == 2);
+        CHECK(steps_by_layer[0] == per_layer);
+    }
+}
