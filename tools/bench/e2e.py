@@ -1,24 +1,53 @@
 #!/usr/bin/env python3
-"""Whole models: stofc plans against PyTorch eager and torch.compile, side by side
-in one process on identical weights, inputs and masks (fp16).
+"""Whole models: stofc plans against PyTorch's strongest configurations, side by side in
+one process on identical weights, inputs and masks (fp16).
 
-Each case builds a HuggingFace model from a config (random weights, torch seed 0;
-nothing is downloaded), exports it with torch.onnx.export (TorchScript exporter,
-opset 17, static shapes) and compiles it with `stofc compile --precision fp16`
-(the case's mask as `--mask file:M.npy`, M the same [S,S] keep mask the peers get
-as a 4-D boolean attention mask; decoders intersect it with their own causal mask,
-and the peers get that intersection). Every output is
-compared with the model run in fp32 by PyTorch before anything is timed; an output
-further from it than torch's own fp16 output by more than the tolerance is FAIL.
-Times: median over the timed calls, one forward per call, each call waited for
-(stofc: stof_plan_run with CUDA-graph replay; torch: forward then synchronize).
+Each case builds a HuggingFace model from a config (random weights, torch seed 0; nothing
+is downloaded), exports it on the GPU with torch.onnx.export (TorchScript exporter, opset
+17, static shapes; kept in --work per model, configuration and shape) and compiles it with
+`stofc compile --precision fp16` (the case's mask as `--mask file:M.npy`, M an [S,S] keep
+mask). Decoders (GPT-2, LLaMA) keep their causal mask: their peers get M & causal. Peers,
+all on the same fp16 model:
 
-  tools/bench/e2e.py --stofc build/bin/stofc [--lib build/lib/libstof.so] [--only REGEX]
-                     [--work DIR] [--json F] [--markdown F]
+  eager              the model as is: SDPA attention, M as a 4-D boolean attention mask
+  compile            torch.compile(model), Inductor's default mode
+  reduce-overhead    torch.compile(model, mode="reduce-overhead") (CUDA-graph replay), in
+                     cases of at most --reduce-overhead-tokens tokens (B·S)
+  max-autotune       torch.compile(model, mode="max-autotune-no-cudagraphs"), with --max-autotune
+  compile+Flex       torch.compile(model) with its attention registered through transformers'
+                     AttentionInterface as flex_attention on a BlockMask of M (create_block_mask;
+                     the mask_mod indexes M as a captured boolean tensor; no mask: dense), GQA
+                     through enable_gqa, T5's relative position bias as a score_mod
+  compile+Flex FLASH the same with kernel_options={"BACKEND": "FLASH"} (flash-attn-4), with --flex-flash
+
+Every output is compared with the model run in fp32 by PyTorch before anything is timed; an
+output further from it than the eager fp16 output by more than TOL (max abs) is FAIL and is
+not timed. A peer that fails to build or run is reported with its one-line reason. Each
+torch.compile peer starts from a reset Dynamo; its first call (the compilation) may take at
+most --compile-timeout-s; graph breaks and skipped CUDA graphs are reported next to its time.
+Times: median of --reps calls (fewer past ~5 s a peer), one forward per call, each call
+waited for (stofc: stof_plan_run with CUDA-graph replay; torch: forward then synchronize).
+
+Grids: `today` (docs/PERF.md's shapes and masks), `paper` (the STOF paper's points (B, S) =
+(1, 128), (8, 512), (16, 2048) for every family, with the paper's BigBird mask; ViT-base/16
+at 176², 368² and 720² pixels, i.e. 122, 530 and 2026 tokens), `all`. A case starts only
+while the elapsed time plus the longest case so far (60 s before the first) is within
+--budget-s; the cases left are listed with the --only expression that runs them. The JSON
+and markdown files are rewritten after every case. Progress lines carry the time.
+
+  tools/bench/e2e.py --stofc build/bin/stofc [--lib SO] [--grid paper|today|all] [--only REGEX]
+                     [--max-autotune] [--flex-flash] [--reduce-overhead-tokens N]
+                     [--compile-timeout-s S] [--budget-s S|inf] [--reps N] [--work DIR]
+                     [--json F] [--markdown F]
 """
 import argparse
+import contextlib
+import gc
+import hashlib
 import json
 import re
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -27,33 +56,98 @@ import time
 from pathlib import Path
 
 import numpy as np
-from mha import make_mask
-from stof_ctypes import Stof
+from mha import flash_unavailable, make_mask
+from stof_ctypes import Stof, StofError
 
 try:
     import torch
     import transformers
+    from torch._dynamo.utils import counters
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 except ImportError as e:
-    sys.exit(f"e2e.py needs torch and transformers: {e}")
+    sys.exit(f"e2e.py needs torch (with FlexAttention) and transformers: {e}")
 
-# name, HF class, config class, config, batch, seq, mask (mha.make_mask name, "none", or "causal": the
-# decoder's own mask). Decoders (GPT-2, LLaMA) keep their causal mask under any other mask.
 BERT = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)
 T5 = dict(d_model=768, d_kv=64, num_heads=12, num_layers=12, d_ff=3072)
 LLAMA = dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=16, num_attention_heads=32,
-             num_key_value_heads=8, max_position_embeddings=4096, use_cache=False)
+             num_key_value_heads=8, use_cache=False)
+# family: HF model class, config class, config, and the config key bounding the sequence length with its default
+FAMILIES = {
+    "bert-base": ("BertModel", "BertConfig", BERT, "max_position_embeddings", 512),
+    "gpt2": ("GPT2Model", "GPT2Config", dict(use_cache=False), "n_positions", 1024),
+    "llama-1.1b": ("LlamaModel", "LlamaConfig", LLAMA, "max_position_embeddings", 4096),
+    "t5-base-encoder": ("T5EncoderModel", "T5Config", T5, None, 0),
+    "vit-base": ("ViTModel", "ViTConfig", dict(patch_size=16), None, 0),
+}
 DECODERS = ("GPT2Model", "LlamaModel")
-CASES = [
-    ("bert-base", "BertModel", "BertConfig", BERT, 8, 512, "none"),
-    ("bert-base", "BertModel", "BertConfig", {**BERT, "max_position_embeddings": 2048}, 8, 2048, "sliding"),
-    ("bert-base", "BertModel", "BertConfig", {**BERT, "max_position_embeddings": 2048}, 8, 2048, "longformer"),
-    ("gpt2", "GPT2Model", "GPT2Config", dict(n_positions=1024, use_cache=False), 8, 1024, "causal"),
-    ("llama-1.1b", "LlamaModel", "LlamaConfig", LLAMA, 1, 4096, "causal"),
-    ("llama-1.1b", "LlamaModel", "LlamaConfig", LLAMA, 1, 4096, "sliding"),
-    ("t5-base-encoder", "T5EncoderModel", "T5Config", T5, 8, 1024, "bigbird"),
-    ("vit-base", "ViTModel", "ViTConfig", dict(image_size=224, patch_size=16), 32, 197, "none"),
-]
-TOL = 2e-2  # stofc's error may exceed torch fp16's by this much (max abs, on outputs of scale ~1)
+
+
+def case(family, b, s, mask, image=None):
+    """One grid point; ViT's sequence is (image / 16)² patches and the class token."""
+    cls, cfg_cls, cfg, pos_key, pos_default = FAMILIES[family]
+    cfg = dict(cfg)
+    if pos_key:
+        cfg[pos_key] = max(pos_default, s)
+    if image:
+        cfg["image_size"] = image
+        s = (image // cfg["patch_size"]) ** 2 + 1
+    if mask == "causal" and cls not in DECODERS:
+        raise ValueError(f"{family}: 'causal' is a decoder's own mask")
+    return dict(tag=f"{family}-b{b}-s{s}-{mask}", family=family, cls=cls, cfg_cls=cfg_cls, cfg=cfg, batch=b, seq=s,
+                mask=mask)
+
+
+VIT_IMAGE = {128: 176, 512: 368, 2048: 720}  # 122, 530 and 2026 tokens
+GRIDS = {
+    "today": [case("bert-base", 8, 512, "none"), case("bert-base", 8, 2048, "sliding"),
+              case("bert-base", 8, 2048, "longformer"), case("gpt2", 8, 1024, "causal"),
+              case("llama-1.1b", 1, 4096, "causal"), case("llama-1.1b", 1, 4096, "sliding"),
+              case("t5-base-encoder", 8, 1024, "bigbird"), case("vit-base", 32, 0, "none", image=224)],
+    "paper": [case(f, b, s, "paper_bigbird", image=VIT_IMAGE[s] if f == "vit-base" else None)
+              for f in FAMILIES for b, s in ((1, 128), (8, 512), (16, 2048))],
+}
+GRIDS["all"] = GRIDS["today"] + GRIDS["paper"]
+PEERS = {"eager": "eager", "compile": "torch.compile", "reduce_overhead": "reduce-overhead",
+         "max_autotune": "max-autotune", "flex": "compile+Flex", "flex_flash": "compile+Flex FLASH"}
+FLEX_PEERS = ("flex", "flex_flash")
+FLEX_IMPL = "blockmask_flex"  # the FlexAttention peers' name in transformers' AttentionInterface
+TOL = 2e-2  # an output's error may exceed torch fp16's by this much (max abs, on outputs of scale ~1)
+T0 = time.time()
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')} +{time.time() - T0:6.1f} s] {msg}", flush=True)
+
+
+def one_line(e):
+    """An exception's innermost cause, on one line."""
+    while e.__cause__ is not None:
+        e = e.__cause__
+    text = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), "")
+    return f"{type(e).__name__}: {text}"[:300]
+
+
+class CompileTimeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def time_limit(seconds):
+    """Raises CompileTimeout in the main thread after `seconds` (0: no limit), and again every second
+    until it leaves the block (compilers swallow some exceptions)."""
+    if seconds <= 0:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise CompileTimeout(seconds)
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 class LastHidden(torch.nn.Module):
@@ -72,124 +166,253 @@ class LastHidden(torch.nn.Module):
         return self.model(**kw).last_hidden_state
 
 
-def build(cls, cfg_cls, cfg):
+def flex_attention_forward(block_mask, kernel_options):
+    """An AttentionInterface function: flex_attention over `block_mask` (None: dense).
+    Under a name unknown to AttentionMaskInterface the model builds no mask of its own and
+    the inputs carry no padding, so the BlockMask is the whole mask.
+    query [B, H, S, D], key and value [B, H_kv, S, D] -> ([B, S, H, D], no weights)."""
+
+    def forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, position_bias=None, **kwargs):
+        if attention_mask is not None:
+            raise ValueError(f"{type(module).__name__} built a mask of its own beside the BlockMask")
+        if dropout:
+            raise ValueError("attention dropout is on: the model is not in eval mode")
+        shared = position_bias is not None and position_bias.shape[0] == 1
+
+        def add_bias(score, b, h, q_idx, kv_idx):  # T5's relative position bias, [1 or B, H, S, S]
+            return score + position_bias[0 if shared else b, h, q_idx, kv_idx]
+        out = flex_attention(query, key, value, score_mod=None if position_bias is None else add_bias,
+                             block_mask=block_mask, scale=scaling, enable_gqa=key.shape[1] != query.shape[1],
+                             kernel_options=kernel_options)
+        return out.transpose(1, 2).contiguous(), None
+
+    return forward
+
+
+def block_mask_of(keep, dev):
+    """A BlockMask of the [S, S] keep mask (None: None); its mask_mod indexes the mask on the device."""
+    if keep is None:
+        return None
+    keep_t = torch.from_numpy(keep).to(dev)
+
+    def keep_mod(b, h, q_idx, kv_idx):
+        return keep_t[q_idx, kv_idx]
+    return create_block_mask(keep_mod, None, None, keep.shape[0], keep.shape[1], device=dev)
+
+
+def build(c):
     torch.manual_seed(0)
-    config = getattr(transformers, cfg_cls)(**cfg)
-    kwargs = {"add_pooling_layer": False} if cls in ("BertModel", "ViTModel") else {}
-    return getattr(transformers, cls)(config, **kwargs).eval()
+    config = getattr(transformers, c["cfg_cls"])(**c["cfg"])
+    kwargs = {"add_pooling_layer": False} if c["cls"] in ("BertModel", "ViTModel") else {}
+    return getattr(transformers, c["cls"])(config, **kwargs).eval()
 
 
-def inputs_for(cls, model, b, s):
+def inputs_for(c, model):
     rng = np.random.default_rng(1)
-    if cls == "ViTModel":
-        c = model.config
-        return {"pixel_values": rng.standard_normal((b, c.num_channels, c.image_size, c.image_size)).astype(np.float32)}
+    b, s = c["batch"], c["seq"]
+    if c["cls"] == "ViTModel":
+        cfg = model.config
+        return {"pixel_values": rng.standard_normal((b, cfg.num_channels, cfg.image_size, cfg.image_size)).astype(np.float32)}
     out = {"input_ids": rng.integers(0, model.config.vocab_size, (b, s)).astype(np.int64),
            "attention_mask": np.ones((b, s), np.int64)}
-    if cls == "BertModel":
+    if c["cls"] == "BertModel":
         out["token_type_ids"] = np.zeros((b, s), np.int64)
     return out
 
 
-def timed(fn, warmup, reps):
+def export(c, model, names, args, work):
+    """The fp32 model as ONNX, exported once per model class, configuration and shape (a
+    directory of its own for the external weights of large models; renamed into place when done)."""
+    key = hashlib.sha1(json.dumps([c["cls"], c["cfg"]], sort_keys=True).encode()).hexdigest()[:10]
+    final = work / f"{c['family']}-b{c['batch']}-s{c['seq']}-{key}"
+    if not (final / "model.onnx").exists():
+        partial = final.with_name(final.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        with torch.no_grad():
+            torch.onnx.export(LastHidden(model, names), args, str(partial / "model.onnx"), dynamo=False,
+                              opset_version=17, input_names=names, output_names=["last_hidden_state"])
+        shutil.rmtree(final, ignore_errors=True)
+        partial.rename(final)
+    return final / "model.onnx"
+
+
+def timed(fn, reps, max_s=5.0, warmup=5):
+    """(median ms, calls): `reps` calls after `warmup`, at least 5, fewer once past max_s."""
     for _ in range(warmup):
         fn()
-    t = []
-    for _ in range(reps):
+    t, start = [], time.perf_counter()
+    while len(t) < reps and (len(t) < 5 or time.perf_counter() - start < max_s):
         t0 = time.perf_counter()
         fn()
         t.append(time.perf_counter() - t0)
-    return statistics.median(t) * 1e3
+    return statistics.median(t) * 1e3, len(t)
 
 
-def run_case(case, stofc, stof, work, reps):
-    name, cls, cfg_cls, cfg, b, s, mask = case
-    tag = f"{name}-b{b}-s{s}-{mask}"
-    print(f"== {tag}", flush=True)
-    model = build(cls, cfg_cls, cfg)
-    feeds = inputs_for(cls, model, b, s)
-    names = list(feeds)
-    keep = make_mask(mask, s) if mask not in ("none", "causal") else None
-    row = {"case": tag, "model": name, "batch": b, "seq": s, "mask": mask}
+def measure(call, ref, err_torch, reps, limit_s=0):
+    """A peer: its first call (a torch.compile peer's compilation, within limit_s) is checked
+    against the fp32 reference, then the peer is timed. call() -> the output tensor."""
+    counters.clear()
+    t0 = time.perf_counter()
+    try:
+        with time_limit(limit_s):
+            out = call().float().cpu().numpy()
+    except Exception as e:  # a peer that cannot build or run is reported, never dropped
+        late = limit_s > 0 and time.perf_counter() - t0 >= limit_s  # the timeout may come back wrapped
+        return {"status": "failed",
+                "reason": f"compilation over {limit_s:g} s (--compile-timeout-s)" if late else one_line(e)}
+    r = {"first_call_s": round(time.perf_counter() - t0, 1), "graph_breaks": int(counters["graph_break"].total()),
+         "cudagraph_skips": int(counters["inductor"]["cudagraph_skips"])}
+    r["err"] = float(np.abs(out - ref).max())
+    if not r["err"] <= err_torch + TOL:
+        return {**r, "status": "FAIL"}
 
-    # Export (fp32, the 2-D padding mask of ones; once per model and shape, in its own
-    # directory for the external weights of large models) and compile.
-    onnx_path, plan_path = work / f"{name}-b{b}-s{s}" / "model.onnx", work / f"{tag}.plan"
-    if not onnx_path.exists():
-        onnx_path.parent.mkdir(parents=True, exist_ok=True)
-        args = tuple(torch.from_numpy(feeds[n]) for n in names)
-        torch.onnx.export(LastHidden(model, names), args, str(onnx_path), dynamo=False, opset_version=17,
-                          input_names=names, output_names=["last_hidden_state"])
-    cmd = [stofc, "compile", onnx_path, "-o", plan_path, "--precision", "fp16"]
-    cmd += [a for n, x in feeds.items() for a in ("--shape", f"{n}={'x'.join(map(str, x.shape))}")]
-    if keep is not None:
-        np.save(work / f"{tag}.mask.npy", keep)
-        cmd += ["--mask", f"file:{work / f'{tag}.mask.npy'}"]
-    t0 = time.time()
-    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"{tag}: stofc compile failed:\n{r.stderr[-2000:]}")
-    row["compile_s"] = round(time.time() - t0, 1)
-    plan = stof.plan(plan_path)
-    for n, x in feeds.items():
-        plan.set_input(n, x)
-
-    # PyTorch: the same model and inputs; the mask as a 4-D boolean attention mask.
-    dev = "cuda"
-    t_in = [torch.from_numpy(feeds[n]).to(dev) for n in names]
-    mask4 = None
-    if keep is not None:  # a 4-D mask replaces the model's own: a decoder's gets the causal triangle too
-        mask4 = torch.from_numpy(keep & np.tril(np.ones((s, s), bool)) if cls in DECODERS else keep)
-        mask4 = mask4.to(dev)[None, None].expand(b, 1, s, s)
-    with torch.no_grad():
-        ref = LastHidden(model.to(dev).float(), names, mask4)(*t_in).float().cpu().numpy()
-        half = LastHidden(model.half(), names, mask4)
-        t16 = [x.half() if x.is_floating_point() else x for x in t_in]
-        eager_out = half(*t16).float().cpu().numpy()
-        plan.run(True)
-        stof_out = plan.output("last_hidden_state")
-        err_torch = float(np.abs(eager_out - ref).max())
-        err_stof = float(np.abs(stof_out - ref).max())
-        row.update(err_torch_fp16=err_torch, err_stofc=err_stof, ok=err_stof <= err_torch + TOL)
-        if not row["ok"]:
-            print(f"   FAIL: stofc max error {err_stof:.3g} vs torch fp16 {err_torch:.3g}", flush=True)
-            return row
-        row["stofc_ms"] = timed(lambda: plan.run(True), 5, reps)
-
-        def eager():
-            half(*t16)
-            torch.cuda.synchronize()
-        row["eager_ms"] = timed(eager, 5, reps)
-        compiled = torch.compile(half)
-        t0 = time.time()
-        compiled(*t16)
+    def waited():
+        call()
         torch.cuda.synchronize()
-        row["torch_compile_s"] = round(time.time() - t0, 1)
+    try:
+        r["ms"], r["calls"] = timed(waited, reps)
+    except Exception as e:
+        return {**r, "status": "failed", "reason": one_line(e)}
+    return {**r, "status": "ok"}
 
-        def comp():
-            compiled(*t16)
-            torch.cuda.synchronize()
-        row["compile_ms"] = timed(comp, 5, reps)
-    print(f"   stofc {row['stofc_ms']:.3f} ms, eager {row['eager_ms']:.3f} ms, torch.compile {row['compile_ms']:.3f} ms "
-          f"(errors vs fp32: stofc {err_stof:.3g}, torch fp16 {err_torch:.3g})", flush=True)
-    del plan
-    torch.cuda.empty_cache()
+
+def run_case(c, a, stof, work, flash_reason):
+    tag, b, s, mask = c["tag"], c["batch"], c["seq"], c["mask"]
+    row = {k: c[k] for k in ("tag", "family", "batch", "seq", "mask")}
+    res = row["results"] = {}
+    dev = "cuda"
+    log(f"== {tag}: building the model")
+    model = build(c).to(dev)
+    feeds = inputs_for(c, model)
+    names = list(feeds)
+    t_in = [torch.from_numpy(feeds[n]).to(dev) for n in names]
+    keep = make_mask(mask, s) if mask not in ("none", "causal") else None  # stofc's --mask
+    full = keep  # the peers' whole mask: decoders keep their causal mask
+    if c["cls"] in DECODERS:
+        tril = np.tril(np.ones((s, s), bool))
+        full = tril if keep is None else keep & tril
+
+    # stofc: export (fp32), compile, then run below with the peers.
+    plan, stage = None, "ONNX export"
+    try:
+        log(f"{tag}: exporting ONNX")
+        onnx_path = export(c, model, names, tuple(t_in), work)
+        stage = "stofc compile"
+        cmd = [a.stofc, "compile", onnx_path, "-o", work / f"{tag}.plan", "--precision", "fp16"]
+        cmd += [x for n, v in feeds.items() for x in ("--shape", f"{n}={'x'.join(map(str, v.shape))}")]
+        if keep is not None:
+            np.save(work / f"{tag}.mask.npy", keep)
+            cmd += ["--mask", f"file:{work / f'{tag}.mask.npy'}"]
+        log(f"{tag}: stofc compile")
+        t0 = time.time()
+        r = subprocess.run([str(x) for x in cmd], capture_output=True, text=True)
+        if r.returncode != 0:
+            (work / f"{tag}.stofc.log").write_text(r.stderr)
+            lines = r.stderr.strip().splitlines() or ["(no message)"]
+            first = next((ln for ln in lines if ln.startswith("stofc: ")), lines[-1])
+            raise StofError(f"{first} (whole log: {work / f'{tag}.stofc.log'})")
+        res["stofc"] = {"compile_s": round(time.time() - t0, 1)}
+        stage = "plan"
+        plan = stof.plan(work / f"{tag}.plan")
+        for n, v in feeds.items():
+            plan.set_input(n, v)
+    except Exception as e:
+        res["stofc"] = {"status": "failed", "reason": f"{stage}: {one_line(e)}"}
+
+    mask4 = None if keep is None else torch.from_numpy(full).to(dev)[None, None].expand(b, 1, s, s)
+    with torch.no_grad():
+        ref = LastHidden(model, names, mask4)(*t_in).float().cpu().numpy()
+        eager = LastHidden(model.half(), names, mask4)
+        t16 = [x.half() if x.is_floating_point() else x for x in t_in]
+        err_torch = float(np.abs(eager(*t16).float().cpu().numpy() - ref).max())
+        row["err_torch_fp16"] = err_torch
+
+        if plan is not None:
+            st = res["stofc"]
+            try:
+                plan.run(True)
+                st["err"] = float(np.abs(plan.output("last_hidden_state") - ref).max())
+                st["status"] = "ok" if st["err"] <= err_torch + TOL else "FAIL"
+                if st["status"] == "ok":
+                    st["ms"], st["calls"] = timed(lambda: plan.run(True), a.reps)
+            except StofError as e:
+                st.update(status="failed", reason=one_line(e))
+        log(f"{tag}: stofc {cell(res['stofc'])}")
+        res["eager"] = measure(lambda: eager(*t16), ref, err_torch, a.reps)
+        log(f"{tag}: eager {cell(res['eager'])}")
+
+        def compiled(module, **kw):
+            torch._dynamo.reset()
+            fn = torch.compile(module, **kw)
+            return lambda: fn(*t16)
+        modes = {"compile": {}, "reduce_overhead": {"mode": "reduce-overhead"},
+                 "max_autotune": {"mode": "max-autotune-no-cudagraphs"}}
+        for peer, kw in modes.items():
+            if peer == "reduce_overhead" and b * s > a.reduce_overhead_tokens:
+                continue
+            if peer == "max_autotune" and not a.max_autotune:
+                continue
+            res[peer] = measure(compiled(eager, **kw), ref, err_torch, a.reps, a.compile_timeout_s)
+            log(f"{tag}: {PEERS[peer]} {cell(res[peer])}")
+
+        for peer, options in (("flex", None), ("flex_flash", {"BACKEND": "FLASH"})):
+            if peer == "flex_flash" and not a.flex_flash:
+                continue
+            if peer == "flex_flash" and flash_reason:
+                res[peer] = {"status": "failed", "reason": f"FLASH backend unavailable: {flash_reason}"}
+            else:
+                try:
+                    block_mask = block_mask_of(full, dev)
+                    transformers.AttentionInterface.register(FLEX_IMPL, flex_attention_forward(block_mask, options))
+                    model.set_attn_implementation(FLEX_IMPL)
+                    if model.config._attn_implementation != FLEX_IMPL:
+                        raise RuntimeError(f"{c['cls']} does not dispatch attention through AttentionInterface")
+                    res[peer] = measure(compiled(LastHidden(model, names)), ref, err_torch, a.reps, a.compile_timeout_s)
+                except Exception as e:
+                    res[peer] = {"status": "failed", "reason": one_line(e)}
+            log(f"{tag}: {PEERS[peer]} {cell(res[peer])}")
+    row["ok"] = res["stofc"].get("status") == "ok"
     return row
 
 
-def markdown(rows):
-    lines = ["| model | B | S | mask | stofc ms | eager ms | torch.compile ms | vs eager | vs compile | "
-             "max err stofc / torch fp16 | stofc compile s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+def fmt_ms(ms):
+    return f"{ms:.3f}" if ms < 1 else f"{ms:.2f}"
+
+
+def cell(r):
+    """A result as a table cell: ms (with graph breaks or skipped CUDA graphs), FAIL or failed: reason."""
+    if r is None:
+        return "–"
+    if r.get("status") == "ok":
+        notes = [f"{r['graph_breaks']} graph breaks"] if r.get("graph_breaks") else []
+        notes += ["CUDA graphs skipped"] if r.get("cudagraph_skips") else []
+        return fmt_ms(r["ms"]) + (f" ({', '.join(notes)})" if notes else "")
+    if r.get("status") == "FAIL":
+        return f"FAIL (max err {r['err']:.3g})"
+    return "failed: " + r.get("reason", "?").replace("|", "/")[:120]
+
+
+def best(res, peers):
+    ms = [res[p]["ms"] for p in peers if res.get(p, {}).get("status") == "ok"]
+    return min(ms) if ms else None
+
+
+def markdown(rows, peers):
+    head = ["model", "B", "S", "mask", "stofc ms", *[f"{PEERS[p]} ms" for p in peers], "vs compile+Flex",
+            "vs best peer", "max err stofc / torch fp16", "stofc compile s"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        if not r.get("ok"):
-            lines.append(f"| {r['model']} | {r['batch']} | {r['seq']} | {r['mask']} | FAIL | | | | | "
-                         f"{r['err_stofc']:.3g} / {r['err_torch_fp16']:.3g} | |")
+        first = [r["family"], str(r["batch"]), str(r["seq"]), r["mask"]]
+        if "results" not in r:
+            lines.append("| " + " | ".join(first + [r["status"]] + [""] * (len(head) - 5)) + " |")
             continue
-        lines.append(f"| {r['model']} | {r['batch']} | {r['seq']} | {r['mask']} | {r['stofc_ms']:.2f} | "
-                     f"{r['eager_ms']:.2f} | {r['compile_ms']:.2f} | {r['eager_ms'] / r['stofc_ms']:.2f}× | "
-                     f"{r['compile_ms'] / r['stofc_ms']:.2f}× | {r['err_stofc']:.3g} / {r['err_torch_fp16']:.3g} | "
-                     f"{r['compile_s']} |")
+        res, st = r["results"], r["results"].get("stofc", {})
+        ratio = lambda t: f"{t / st['ms']:.2f}×" if t and st.get("status") == "ok" else "–"
+        err = f"{st['err']:.3g} / {r['err_torch_fp16']:.3g}" if "err" in st else "–"
+        lines.append("| " + " | ".join(first + [cell(st), *[cell(res.get(p)) for p in peers],
+                                                 ratio(best(res, FLEX_PEERS)), ratio(best(res, peers)), err,
+                                                 str(st.get("compile_s", "–"))]) + " |")
     return "\n".join(lines)
 
 
@@ -197,26 +420,77 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--stofc", required=True)
     ap.add_argument("--lib", help="libstof.so (default build/lib/libstof.so)")
+    ap.add_argument("--grid", choices=sorted(GRIDS), default="paper")
     ap.add_argument("--only", default="", help="regular expression over case names (model-bB-sS-mask)")
+    ap.add_argument("--max-autotune", action="store_true", help='add torch.compile(mode="max-autotune-no-cudagraphs")')
+    ap.add_argument("--flex-flash", action="store_true", help="add compile+Flex with the FLASH backend (flash-attn-4)")
+    ap.add_argument("--reduce-overhead-tokens", type=int, default=1024, metavar="N",
+                    help='torch.compile(mode="reduce-overhead") in cases of at most N tokens, B·S (default 1024)')
+    ap.add_argument("--compile-timeout-s", type=float, default=300, metavar="S",
+                    help="limit of a torch.compile peer's first call, its compilation (default 300; 0: none)")
+    ap.add_argument("--budget-s", type=float, default=540, metavar="S",
+                    help="start a case only while the elapsed time plus the longest case so far is within S "
+                         "(default 540, for one 10-minute GPU call; inf: no limit)")
     ap.add_argument("--work", type=Path, help="directory for models and plans (default: a temporary one)")
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     a = ap.parse_args()
-    stof = Stof(a.lib)
+    if not torch.cuda.is_available():
+        sys.exit("e2e.py: no CUDA device")
+    try:
+        stof = Stof(a.lib)
+    except StofError as e:
+        sys.exit(f"e2e.py: {e}")
     work = a.work or Path(tempfile.mkdtemp(prefix="stof-e2e-"))
     work.mkdir(parents=True, exist_ok=True)
-    cases = [c for c in CASES if re.search(a.only, f"{c[0]}-b{c[4]}-s{c[5]}-{c[6]}")]
-    rows = [run_case(c, a.stofc, stof, work, a.reps) for c in cases]
+    cases = [c for c in GRIDS[a.grid] if re.search(a.only, c["tag"])]
+    if not cases:
+        sys.exit(f"e2e.py: no case of grid '{a.grid}' matches --only '{a.only}'")
+    torch._dynamo.config.fail_on_recompile_limit_hit = True  # never a silent fallback to eager
+    flash_reason = flash_unavailable() if a.flex_flash else None
+    peers = [p for p in PEERS if (p != "max_autotune" or a.max_autotune) and (p != "flex_flash" or a.flex_flash)]
+    if a.reduce_overhead_tokens <= 0:
+        peers.remove("reduce_overhead")
+    notes = [f"grid {a.grid}", f"reduce-overhead at B·S ≤ {a.reduce_overhead_tokens}" if "reduce_overhead" in peers
+             else "reduce-overhead not run", "max-autotune " + ("run" if a.max_autotune else "not run (--max-autotune)"),
+             "FLASH backend " + (("unavailable: " + flash_reason if flash_reason else "run") if a.flex_flash
+                                 else "not run (--flex-flash)")]
     head = (f"{torch.cuda.get_device_name()}, torch {torch.__version__}, transformers {transformers.__version__}, "
-            f"fp16, {time.strftime('%Y-%m-%d')}. ms per forward (median); ratios: peer time / stofc time.")
-    text = head + "\n\n" + markdown(rows) + "\n"
-    print(text)
-    if a.markdown:
-        Path(a.markdown).write_text(text)
-    if a.json:
-        Path(a.json).write_text(json.dumps({"header": head, "rows": rows}, indent=1) + "\n")
-    if not all(r.get("ok") for r in rows):
+            f"fp16, {time.strftime('%Y-%m-%d')}; {'; '.join(notes)}. ms per forward (median); ratios: peer time / "
+            "stofc time (compile+Flex: the faster backend).")
+    log(f"{len(cases)} cases; {head}; time budget {a.budget_s:g} s")
+
+    rows, durations = [], []
+
+    def write():
+        text = head + "\n\n" + markdown(rows, peers) + "\n"
+        if a.markdown:
+            Path(a.markdown).write_text(text)
+        if a.json:
+            Path(a.json).write_text(json.dumps({"header": head, "rows": rows}, indent=1) + "\n")
+        return text
+
+    for c in cases:
+        if time.time() - T0 + max(durations, default=60.0) > a.budget_s:
+            rows.append({**{k: c[k] for k in ("tag", "family", "batch", "seq", "mask")}, "status": "not run (time budget)"})
+            continue
+        t0 = time.time()
+        try:
+            rows.append(run_case(c, a, stof, work, flash_reason))
+        except Exception as e:  # e.g. out of memory in the reference: the case is reported, the grid goes on
+            rows.append({**{k: c[k] for k in ("tag", "family", "batch", "seq", "mask")}, "status": "error: " + one_line(e)})
+        torch._dynamo.reset()  # the case's compiled models, CUDA graphs and plan go
+        gc.collect()
+        torch.cuda.empty_cache()
+        durations.append(time.time() - t0)
+        log(f"{c['tag']}: done in {durations[-1]:.0f} s")
+        write()
+    print(write())
+    left = [r["tag"] for r in rows if r.get("status") == "not run (time budget)"]
+    if left:
+        log(f"time budget: {len(left)} cases not run; run them with --only '^({'|'.join(map(re.escape, left))})$'")
+    if not all(r.get("ok") for r in rows if r.get("status") != "not run (time budget)"):
         sys.exit(1)
 
 

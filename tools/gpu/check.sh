@@ -2,8 +2,13 @@
 # Build stofc on a GPU machine and run everything that needs the GPU:
 #   tools/gpu/check.sh [OUT_DIR] [STEP...]
 # Steps (default: build gpu-tests zoo sanitizer): also thirdparty (THIRDPARTY_TESTS=ctest regex; the
-# models must be in ~/.cache/stofc/thirdparty), latency, dumps (DUMP_MODELS=dirs), bench, e2e
-# (E2E_ONLY=regex of tools/bench/e2e.py cases), calibrate.
+# models must be in ~/.cache/stofc/thirdparty), latency, dumps (DUMP_MODELS=dirs), bench, e2e, calibrate.
+#   bench: tools/bench/mha.py per grid; BENCH_GRIDS (default "paper targets"; also quick headdims
+#          element gqa), BENCH_FLAGS (more mha.py flags, e.g. "--dtype bf16 --no-flash").
+#   e2e:   tools/bench/e2e.py; E2E_GRID (paper, today or all; default paper), E2E_ONLY (regex of case
+#          names), E2E_FLAGS (e.g. "--max-autotune --flex-flash"), E2E_BUDGET_S (cases start only within
+#          this many seconds of check.sh's start, default 540, for one 10-minute call; inf: no limit).
+#   FLASH_SITE: where tools/gpu/flash_wheels.sh installed flash-attn-4, for FlexAttention's FLASH backend.
 # Logs and JSON results go to OUT_DIR (default build-gpu/results); a failing
 # step is reported and the remaining steps still run; exit status is non-zero
 # when any step failed.
@@ -16,6 +21,9 @@ BUILD=build-gpu
 mkdir -p "$OUT"
 PY=$(command -v python3)
 failed=()
+export PYTHONUNBUFFERED=1
+[ -z "${FLASH_SITE:-}" ] ||
+    export PYTHONPATH="$FLASH_SITE:$FLASH_SITE/nvidia_cutlass_dsl/dsl_packages${PYTHONPATH:+:$PYTHONPATH}"
 
 step() {  # step NAME COMMAND...: run, log to $OUT/NAME.log, time it
     local name=$1; shift
@@ -39,10 +47,10 @@ sanitizer() {
     compute-sanitizer --tool memcheck --error-exitcode 9 $BUILD/bin/stof_kernel_tests "attention: small cases for compute-sanitizer" &&
     compute-sanitizer --tool memcheck --error-exitcode 9 $BUILD/bin/stof_tests "GPU mask conversion equals from_dense"
 }
-bench() {  # BENCH_GRIDS: mha.py grids to run (default: paper targets)
+bench() {
     local g
     for g in ${BENCH_GRIDS:-paper targets}; do
-        "$PY" tools/bench/mha.py --lib $BUILD/lib/libstof.so --grid "$g" --json "$OUT/mha_$g.json" \
+        "$PY" tools/bench/mha.py --lib $BUILD/lib/libstof.so --grid "$g" ${BENCH_FLAGS:-} --json "$OUT/mha_$g.json" \
             --markdown "$OUT/mha_$g.md" || return 1
     done
 }
@@ -75,8 +83,11 @@ latency() {  # stof-run --bench of every zoo model, fp32 and fp16, plain and CUD
     done
 }
 e2e() {
+    local grid=${E2E_GRID:-paper} budget=${E2E_BUDGET_S:-540}
+    [ "$budget" = inf ] || budget=$((budget - SECONDS))
     "$PY" tools/bench/e2e.py --stofc $BUILD/bin/stofc --lib $BUILD/lib/libstof.so --work $BUILD/test_tmp/e2e \
-        --only "${E2E_ONLY:-}" --json "$OUT/e2e.json" --markdown "$OUT/e2e.md"
+        --grid "$grid" --only "${E2E_ONLY:-}" --budget-s "$budget" ${E2E_FLAGS:-} \
+        --json "$OUT/e2e_$grid.json" --markdown "$OUT/e2e_$grid.md"
 }
 calibrate() { "$PY" tools/bench/calibrate_selector.py --lib $BUILD/lib/libstof.so --json "$OUT/calibration.json"; }
 
