@@ -22,6 +22,9 @@ const std::vector<PassInfo>& pipeline_passes() {
         {"patch-conv", passes::patch_conv, "needs folded constants (the weight and bias it rearranges)"},
         {"fuse-linear", passes::fuse_linear,
          "needs folded constants (weights, biases); keeps the values the Gelu and attention patterns read"},
+        {"merge-sibling-linear", passes::merge_sibling_linear,
+         "after fuse-linear (one form of linear layer); before fuse-attention, which then reads Q/K/V in place from "
+         "the merged projection"},
         {"fuse-attention", passes::fuse_attention,
          "needs folded constants to classify the mask; leaves the mask subgraphs for dead-code elimination"},
         {"decompose-attention", passes::decompose_attention,

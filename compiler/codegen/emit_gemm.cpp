@@ -116,8 +116,16 @@ void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::No
     std::vector<const ir::Node*> nodes{&n};
     for (const ir::Node* e : epilogue_nodes) {
         nodes.push_back(e);
-        if (e->op == ir::Op::Add) {
-            const ir::ValueId bias_v = e->inputs[0] == (nodes[nodes.size() - 2]->outputs[0]) ? e->inputs[1] : e->inputs[0];
+        const ir::ValueId other =
+            e->op == ir::Op::Add ? (e->inputs[0] == nodes[nodes.size() - 2]->outputs[0] ? e->inputs[1] : e->inputs[0]) : ir::kNoValue;
+        if (other != ir::kNoValue && !g.value(other).data) {  // a residual: D = A·B (+ bias) + C
+            gs.c = st.tensor(other);
+            if (st.plan.tensors[static_cast<size_t>(gs.c)].dtype != compute) gs.c = emit_convert(st, gs.c, compute);
+            gs.ldc = gs.ldd;
+            gs.batch_stride_c = gs.batch_stride_d;
+            gs.beta = 1.0f;
+        } else if (other != ir::kNoValue) {
+            const ir::ValueId bias_v = other;
             Tensor bias(DType::f32, {gs.n});
             const Tensor& src = *g.value(bias_v).data;
             for (int64_t i = 0; i < gs.n; ++i) bias.set_f64(i, src.get_f64(src.numel() == 1 ? 0 : i));

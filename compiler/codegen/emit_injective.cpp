@@ -34,38 +34,72 @@ std::string node_names(const std::vector<const ir::Node*>& nodes) {
 }
 
 void emit_injective(LowerState& st, const fusion::Segment& seg) {
-    const ir::ValueId root = seg.outputs.at(0);
-    const ir::Value& v = st.g.value(root);
-    const int32_t out = st.tensor(root);
-    const plan::TensorDesc& td = st.plan.tensors[static_cast<size_t>(out)];
-    const int64_t n = numel(v.shape);
     std::vector<const ir::Node*> group;
     for (int i : seg.nodes) group.push_back(&st.g.nodes[static_cast<size_t>(i)]);
+    // One index range over every output, in order; float outputs whose innermost
+    // dimensions are multiples of 16 bytes take 16 bytes a thread.
+    int64_t total = 0;
+    const DType dt = st.plan.tensors[static_cast<size_t>(st.tensor(seg.outputs[0]))].dtype;
+    int vec = is_float(dt) ? 16 / static_cast<int>(dtype_size(dt)) : 1;
+    for (ir::ValueId root : seg.outputs) {
+        const Shape& shape = st.g.value(root).shape;
+        total += numel(shape);
+        if (shape.empty() || shape.back() % vec != 0) vec = 1;
+    }
 
     KernelBuilder kb;
-    const std::string out_p = kb.tensor(out, td.dtype, true);
-    const char* idx = index_type(n);
-    kb.line(fmt::format("typedef {} idx_t;", idx));
-    kb.line("for (idx_t i = blockIdx.x * static_cast<idx_t>(blockDim.x) + threadIdx.x; i < " + std::to_string(n) +
-            "; i += static_cast<idx_t>(gridDim.x) * blockDim.x) {");
-    std::vector<std::string> coords = delinearize("i", v.shape);
-    for (size_t d = 0; d < coords.size(); ++d) {
-        if (coords[d] == "0") continue;
-        const std::string name = fmt::format("c{}", d);
-        kb.line(fmt::format("    const idx_t {} = {};", name, coords[d]));
-        coords[d] = name;
+    kb.line(fmt::format("typedef {} idx_t;", index_type(total)));
+    kb.line(fmt::format("for (idx_t i = (blockIdx.x * static_cast<idx_t>(blockDim.x) + threadIdx.x){0}; i < {1}; "
+                        "i += static_cast<idx_t>(gridDim.x) * blockDim.x{0}) {{",
+                        vec > 1 ? fmt::format(" * {}", vec) : "", total));
+    int64_t start = 0;
+    for (size_t j = 0; j < seg.outputs.size(); ++j) {
+        const ir::ValueId root = seg.outputs[j];
+        const Shape& shape = st.g.value(root).shape;
+        const int32_t out = st.tensor(root);
+        const std::string out_p = kb.tensor(out, st.plan.tensors[static_cast<size_t>(out)].dtype, true);
+        const int64_t end = start + numel(shape);
+        std::string ind = "    ";
+        std::string at = "i";
+        if (seg.outputs.size() > 1) {  // this output's part of the range
+            kb.line(j == 0 ? fmt::format("    if (i < {}) {{", end)
+                           : j + 1 < seg.outputs.size() ? fmt::format("    }} else if (i < {}) {{", end) : "    } else {");
+            ind = "        ";
+            at = "j";
+            kb.line(fmt::format("{}const idx_t j = i - {};", ind, start));
+        }
+        std::vector<std::string> coords = delinearize(at, shape);
+        if (vec > 1) coords.pop_back();
+        for (size_t d = 0; d < coords.size(); ++d) {
+            if (coords[d] == "0") continue;
+            const std::string name = fmt::format("c{}", d);
+            kb.line(fmt::format("{}const idx_t {} = {};", ind, name, coords[d]));
+            coords[d] = name;
+        }
+        ValueEmitter em(st, kb, ind);
+        if (vec > 1) {
+            // The innermost coordinate is the lane: cl + k for k < vec.
+            kb.line(fmt::format("{}const idx_t cl = {};", ind, coords.empty() ? at : fmt::format("{} % {}", at, shape.back())));
+            coords.push_back(ValueEmitter::kLane);
+            em.set_vector(vec, "cl");
+            emit_vector_loop(kb, em, vec, "cl", "idx_t", ind, {{"o", [&] { return em.compute(root, coords); }}});
+            kb.line(fmt::format("{}stof::store_vec<{}>({} + {}, o);", ind, vec, out_p, at));
+        } else {
+            const Expr e = em.compute(root, coords);
+            kb.line(fmt::format("{}stof::store({} + {}, {});", ind, out_p, at, e.code));
+        }
+        start = end;
     }
-    ValueEmitter em(st, kb, "    ");
-    const Expr e = em.compute(root, coords);
-    kb.line(fmt::format("    stof::store({} + i, {});", out_p, e.code));
+    if (seg.outputs.size() > 1) kb.line("    }");
     kb.line("}");
 
     KernelJob job;
-    job.key = fmt::format("ew_{}_{}_n{}", dtype_name(td.dtype), ops_tag(group), n);
-    job.source = kb.source(job.key, "__launch_bounds__(256)", {"stof/common.cuh"});
+    job.key = fmt::format("ew_{}_{}_n{}{}", dtype_name(dt), ops_tag(group), total, vec > 1 ? fmt::format("_v{}", vec) : "");
+    job.source = kb.source(job.key, "__launch_bounds__(256)",
+                           vec > 1 ? std::vector<std::string>{"stof/common.cuh", "stof/vector.cuh"} : std::vector<std::string>{"stof/common.cuh"});
     job.params = kb.params();
     job.launch.args = kb.args();
-    elementwise_launch(n, job.launch);
+    elementwise_launch(total / vec, job.launch);
     const bool pure_layout = std::all_of(group.begin(), group.end(), [](const ir::Node* x) {
         return ir::op_info(x->op).category == ir::Category::layout;
     });

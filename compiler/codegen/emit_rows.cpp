@@ -62,8 +62,8 @@ std::pair<int, int> row_config(int64_t len) {
     return {1024, 0};
 }
 
-// Scale/bias of a LayerNormalization or RMSNorm, broadcast (numpy rules) to the normalized
-// shape `norm` and flattened to a [numel(norm)] weight tensor.
+}  // namespace
+
 std::string column_param(LowerState& st, KernelBuilder& kb, const ir::Node& n, size_t k, const Shape& norm, double fill) {
     const int64_t len = numel(norm);
     Tensor t(DType::f32, {len});
@@ -94,8 +94,6 @@ std::string column_param(LowerState& st, KernelBuilder& kb, const ir::Node& n, s
     const int32_t w = st.add_weight(t, n.name + (k == 1 ? "_scale" : "_bias"));
     return kb.tensor(w, DType::f32, false);
 }
-
-}  // namespace
 
 void emit_rows(LowerState& st, const ir::Node& n) {
     const ir::Value& x = st.g.value(n.inputs[0]);

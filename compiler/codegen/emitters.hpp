@@ -14,10 +14,18 @@ void emit_injective(LowerState& st, const fusion::Segment& seg);
 
 // Softmax, LayerNormalization, RMSNorm and Reduce* nodes as row kernels. (emit_rows.cpp)
 void emit_rows(LowerState& st, const ir::Node& n);
+// Input k (1 scale, 2 bias) of LayerNormalization / RMSNorm n broadcast (numpy rules) to
+// the normalized shape `norm`, flattened into a [numel(norm)] f32 weight (`fill` where
+// absent); returns its parameter name in kb. (emit_rows.cpp)
+std::string column_param(LowerState& st, KernelBuilder& kb, const ir::Node& n, size_t k, const Shape& norm, double fill);
 
-// MatMul and Gemm through cuBLASLt, with an optional fused bias and
-// activation (`epilogue_nodes`: the Add / Relu nodes folded in, in order;
-// the last one's output is the result). (emit_gemm.cpp)
+// A rownorm segment: LayerNormalization, RMSNorm or Softmax over trailing axes,
+// its input computed by the segment's prologue nodes, vectorised. (emit_rownorm.cpp)
+void emit_rownorm(LowerState& st, const fusion::Segment& seg);
+
+// MatMul and Gemm through cuBLASLt, with an optional fused bias, residual
+// (cuBLASLt's C) and activation (`epilogue_nodes`: the Add / Relu / Gelu nodes
+// folded in, in order; the last one's output is the result). (emit_gemm.cpp)
 void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::Node*>& epilogue_nodes);
 
 // SparseAttention on the sparse attention kernels. (emit_attention.cpp)

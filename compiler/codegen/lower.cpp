@@ -124,6 +124,7 @@ plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOp
                 break;
             }
             case SegmentKind::row: emit_rows(st, n); break;
+            case SegmentKind::rownorm: emit_rownorm(st, s); break;
             case SegmentKind::loop: emit_direct(st, n); break;
             case SegmentKind::attention: emit_attention(st, n); break;
             case SegmentKind::gemm: {

@@ -1,10 +1,12 @@
 #include "codegen/value_emitter.hpp"
 
+#include "codegen/lane_slope.hpp"
 #include "precision.hpp"
 #include "ops/op_util.hpp"
 #include "stof/error.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 namespace stof::codegen {
@@ -65,6 +67,27 @@ Expr as_bool(const Expr& e) {
     return {fmt::format("({} != {})", e.code, e.type == Scalar::f ? "0.0f" : "0LL"), Scalar::b};
 }
 
+void emit_vector_loop(KernelBuilder& kb, ValueEmitter& em, int v, const std::string& lane_base, const std::string& index_type,
+                      const std::string& indent, const std::vector<std::pair<std::string, std::function<Expr()>>>& outputs) {
+    std::vector<std::string> body = kb.body();
+    const size_t mark = body.size();
+    std::vector<std::string> results;
+    for (const auto& [name, compute] : outputs)
+        results.push_back(fmt::format("{}[{}] = {};", name, ValueEmitter::kVecStep, as_float(compute()).code));
+    body = kb.body();
+    const std::vector<std::string> loop(body.begin() + static_cast<std::ptrdiff_t>(mark), body.end());
+    body.resize(mark);
+    kb.set_body(std::move(body));
+    for (const std::string& l : em.take_preloads()) kb.line(indent + l);
+    for (const auto& out : outputs) kb.line(fmt::format("{}float {}[{}];", indent, out.first, v));
+    kb.line(indent + "#pragma unroll");
+    kb.line(fmt::format("{0}for (int {1} = 0; {1} < {2}; ++{1}) {{", indent, ValueEmitter::kVecStep, v));
+    kb.line(fmt::format("{}    const {} {} = {} + {};", indent, index_type, ValueEmitter::kLane, lane_base, ValueEmitter::kVecStep));
+    for (const std::string& l : loop) kb.line("    " + l);
+    for (const std::string& r : results) kb.line(indent + "    " + r);
+    kb.line(indent + "}");
+}
+
 std::vector<std::string> delinearize(const std::string& i, const Shape& shape) {
     const std::vector<int64_t> st = ir::ops::strides_of(shape);
     std::vector<std::string> c(shape.size());
@@ -106,7 +129,7 @@ std::string ValueEmitter::linear_index(const Shape& shape, const std::vector<std
 
 Expr ValueEmitter::hoist(const Expr& e) {
     if (is_simple(e.code)) return e;
-    if (conditional_ > 0) return {"(" + e.code + ")", e.type};
+    if (conditional_ > 0 || (vec_ > 1 && e.type == Scalar::i)) return {"(" + e.code + ")", e.type};
     const std::string name = kb_.fresh("t");
     const char* type = e.type == Scalar::f ? "float" : e.type == Scalar::i ? "stof::i64" : "bool";
     kb_.line(fmt::format("{}const {} {} = {};", indent_, type, name, e.code));
@@ -123,7 +146,29 @@ Expr ValueEmitter::load(ir::ValueId v, const std::vector<std::string>& coords) {
     const int32_t t = st_.tensor(v);
     const plan::TensorDesc& td = st_.plan.tensors[static_cast<size_t>(t)];
     const std::string p = kb_.tensor(t, td.dtype, false);
-    const std::string elem = fmt::format("{}[{}]", p, linear_index(val.shape, coords));
+    const std::string index = linear_index(val.shape, coords);
+    std::string elem = fmt::format("{}[{}]", p, index);
+    if (vec_ > 1 && conditional_ == 0 && s == Scalar::f && lane_slope(index, kLane) == 1) {
+        auto [it, fresh] = vector_loads_.try_emplace(elem, "");
+        if (fresh) {
+            it->second = kb_.fresh("v");
+            std::string base;  // the index at kVecStep = 0: kLane replaced by the lane's base
+            for (size_t i = 0; i < index.size();) {
+                const bool starts = index.compare(i, std::string(kLane).size(), kLane) == 0 &&
+                                    (i == 0 || !(std::isalnum(static_cast<unsigned char>(index[i - 1])) || index[i - 1] == '_'));
+                const size_t end = i + std::string(kLane).size();
+                if (starts && (end == index.size() || !(std::isalnum(static_cast<unsigned char>(index[end])) || index[end] == '_'))) {
+                    base += "(" + lane_base_ + ")";
+                    i = end;
+                } else {
+                    base += index[i++];
+                }
+            }
+            preloads_.push_back(fmt::format("alignas(16) {} {}[{}];", c_type(td.dtype), it->second, vec_));
+            preloads_.push_back(fmt::format("stof::load_vec<{}>({} + {}, {});", vec_, p, base, it->second));
+        }
+        elem = fmt::format("{}[{}]", it->second, kVecStep);
+    }
     if (s == Scalar::f) return {fmt::format("stof::to_float({})", elem), s};
     if (s == Scalar::i) return {fmt::format("stof::to_int({})", elem), s};
     return {fmt::format("(stof::to_int({}) != 0)", elem), s};

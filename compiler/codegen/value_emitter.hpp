@@ -4,6 +4,7 @@
 #include "codegen/kernel_source.hpp"
 #include "codegen/lower_state.hpp"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,6 +21,21 @@ namespace stof::codegen {
 class ValueEmitter {
 public:
     ValueEmitter(LowerState& st, KernelBuilder& kb, std::string indent) : st_(st), kb_(kb), indent_(std::move(indent)) {}
+
+    // Vector mode: the caller computes V consecutive elements in an unrolled loop
+    // `for (int kVecStep = 0; kVecStep < V; ++kVecStep)` in which the coordinate
+    // kLane is `base + kVecStep`. A float load whose index moves with kLane by one
+    // (codegen/lane_slope.hpp) is then one vector load of V elements placed before
+    // that loop (take_preloads()); integer subexpressions are not hoisted into
+    // locals, so those loads depend only on coordinates defined before the loop.
+    static constexpr const char* kLane = "lane_";
+    static constexpr const char* kVecStep = "k_";
+    void set_vector(int v, std::string base) {
+        vec_ = v;
+        lane_base_ = std::move(base);
+    }
+    // The vector loads' declarations, in order; empties the list.
+    std::vector<std::string> take_preloads() { return std::move(preloads_); }
 
     // v at `coords` (one C++ index expression per dimension of v).
     Expr at(ir::ValueId v, const std::vector<std::string>& coords);
@@ -41,7 +57,18 @@ private:
     std::string indent_;
     std::map<std::string, Expr> memo_;
     int conditional_ = 0;
+    int vec_ = 1;
+    std::string lane_base_;
+    std::vector<std::string> preloads_;
+    std::map<std::string, std::string> vector_loads_;  // "param[index]" → the array holding it
 };
+
+// Appends to kb the vector loads and an unrolled loop over V lanes (the lane
+// coordinate ValueEmitter::kLane = `lane_base` + lane, of type `index_type`)
+// that fills `float <name>[V]` with each expression `compute` returns for each
+// (name, compute) of `outputs`; em must be in vector mode with that V and base.
+void emit_vector_loop(KernelBuilder& kb, ValueEmitter& em, int v, const std::string& lane_base, const std::string& index_type,
+                      const std::string& indent, const std::vector<std::pair<std::string, std::function<Expr()>>>& outputs);
 
 // The C++ coordinate expressions of linear index `i` over `shape` (size-1 dims are "0").
 std::vector<std::string> delinearize(const std::string& i, const Shape& shape);

@@ -9,6 +9,7 @@ const char* segment_kind_name(SegmentKind k) {
         case SegmentKind::elementwise: return "elementwise";
         case SegmentKind::view: return "view";
         case SegmentKind::row: return "row";
+        case SegmentKind::rownorm: return "rownorm";
         case SegmentKind::gemm: return "gemm";
         case SegmentKind::loop: return "loop";
         case SegmentKind::attention: return "attention";

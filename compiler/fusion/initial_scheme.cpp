@@ -15,8 +15,10 @@ namespace {
 
 Lowering lowering_of(const ir::Node& n) { return ir::op_info(n.op).lowering; }
 
-bool is_view(Op op) {
-    return op == Op::Reshape || op == Op::Squeeze || op == Op::Unsqueeze || op == Op::Flatten || op == Op::Identity;
+// Same bytes in, same bytes out: reshapes, Identity, and a Cast to the input's own type.
+bool is_view(const ir::Graph& g, const ir::Node& n) {
+    if (n.op == Op::Cast) return g.value(n.inputs[0]).dtype == g.value(n.outputs[0]).dtype;
+    return n.op == Op::Reshape || n.op == Op::Squeeze || n.op == Op::Unsqueeze || n.op == Op::Flatten || n.op == Op::Identity;
 }
 
 // The consumers of each value (node indices).
@@ -28,27 +30,40 @@ std::vector<std::vector<int>> consumers_of(const ir::Graph& g) {
     return c;
 }
 
-// Bias-add / ReLU / tanh-GELU nodes after a GEMM that cuBLASLt can apply in its epilogue.
-std::vector<int> gemm_epilogue(const ir::Graph& g, const ir::Node& n, const std::vector<std::vector<int>>& cons,
-                               const std::vector<char>& is_output) {
+// The nodes after GEMM node n (index `at`) that its cuBLASLt epilogue applies:
+//   D = act(A·B + bias + C)
+// a bias Add of a constant row vector [N] and a residual Add of a stored value of
+// D's shape (as C, beta = 1; computed before the GEMM runs), in either order, or a
+// bias then a Relu or tanh-Gelu (act); each value in the chain read once and no
+// graph output.
+std::vector<int> gemm_epilogue(const ir::Graph& g, const ir::Node& n, int at, const std::vector<std::vector<int>>& cons,
+                               const std::vector<char>& is_output, const std::vector<int>& producer) {
     std::vector<int> chain;
     if (n.op == Op::Gemm && n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue) return chain;
-    const Shape& out_shape = g.value(n.outputs[0]).shape;
-    if (out_shape.empty()) return chain;
-    const int64_t cols = out_shape.back();
+    const ir::Value& out = g.value(n.outputs[0]);
+    if (out.shape.empty()) return chain;
+    const int64_t cols = out.shape.back();
     ir::ValueId v = n.outputs[0];
-    bool has_bias = false;
+    bool has_bias = false, has_residual = false;
     while (true) {
         const auto& c = cons[static_cast<size_t>(v)];
         if (c.size() != 1 || is_output[static_cast<size_t>(v)]) break;
         const ir::Node& next = g.nodes[static_cast<size_t>(c[0])];
-        if (next.op == Op::Add && !has_bias && chain.empty()) {
+        if (next.op == Op::Add) {
+            if (next.inputs[0] == next.inputs[1] || g.value(next.outputs[0]).shape != out.shape) break;
             const ir::ValueId other = next.inputs[0] == v ? next.inputs[1] : next.inputs[0];
             const ir::Value& b = g.value(other);
             const bool row_vector = b.data && numel(b.shape) == cols && !b.shape.empty() && b.shape.back() == cols;
-            if (!row_vector || next.inputs[0] == next.inputs[1] || g.value(next.outputs[0]).shape != out_shape) break;
-            has_bias = true;
-        } else if (next.op == Op::Relu || (next.op == Op::Gelu && next.attrs.s("approximate", "none") == "tanh")) {
+            const bool residual = !b.data && b.shape == out.shape && b.dtype == out.dtype && producer[static_cast<size_t>(other)] < at;
+            if (row_vector && !has_bias) {
+                has_bias = true;
+            } else if (residual && !has_residual) {
+                has_residual = true;
+            } else {
+                break;
+            }
+        } else if (!has_residual &&
+                   (next.op == Op::Relu || (next.op == Op::Gelu && next.attrs.s("approximate", "none") == "tanh"))) {
             chain.push_back(c[0]);
             break;
         } else {
@@ -58,6 +73,21 @@ std::vector<int> gemm_epilogue(const ir::Graph& g, const ir::Node& n, const std:
         v = next.outputs[0];
     }
     return chain;
+}
+
+// LayerNormalization, RMSNorm or Softmax over trailing axes, without the Mean and
+// InvStdDev outputs: a row kernel that can compute its input inside (a prologue).
+bool row_normalisation(const ir::Graph& g, const ir::Node& n, const std::vector<std::vector<int>>& cons,
+                       const std::vector<char>& is_output) {
+    const auto rank = static_cast<int64_t>(g.value(n.inputs[0]).shape.size());
+    if (rank == 0) return false;
+    int64_t axis = n.attrs.i("axis", -1);
+    if (axis < 0) axis += rank;
+    if (n.op == Op::Softmax) return axis == rank - 1;
+    if (n.op != Op::LayerNormalization && n.op != Op::RMSNorm) return false;
+    return n.outputs.size() == 1 || std::all_of(n.outputs.begin() + 1, n.outputs.end(), [&](ir::ValueId v) {
+               return v == ir::kNoValue || (cons[static_cast<size_t>(v)].empty() && !is_output[static_cast<size_t>(v)]);
+           });
 }
 
 // Node indices computing `root` inside one kernel: its producer and, recursively,
@@ -77,6 +107,42 @@ std::vector<int> fused_group(const ir::Graph& g, const std::vector<int>& produce
     return {members.begin(), members.end()};
 }
 
+// The values a segment's nodes read that it does not compute (stored values and constants).
+std::set<ir::ValueId> reads(const ir::Graph& g, const Segment& s) {
+    std::set<ir::ValueId> made, in;
+    for (int n : s.nodes)
+        for (ir::ValueId v : g.nodes[static_cast<size_t>(n)].outputs) made.insert(v);
+    for (int n : s.nodes)
+        for (ir::ValueId v : g.nodes[static_cast<size_t>(n)].inputs)
+            if (v != ir::kNoValue && !made.count(v) && !g.value(v).data) in.insert(v);
+    return in;
+}
+
+// Adjacent elementwise segments that read a common stored value and not each other's
+// results, with outputs of one type, become one kernel with several outputs (the
+// rotary embeddings of q and k, both from one projection).
+void merge_siblings(const ir::Graph& g, std::vector<Segment>& segs) {
+    std::vector<Segment> out;
+    for (Segment& s : segs) {
+        Segment* prev = out.empty() ? nullptr : &out.back();
+        if (prev && prev->kind == SegmentKind::elementwise && s.kind == SegmentKind::elementwise &&
+            g.value(prev->outputs[0]).dtype == g.value(s.outputs[0]).dtype) {
+            const std::set<ir::ValueId> a = reads(g, *prev), b = reads(g, s);
+            const bool shared = std::any_of(b.begin(), b.end(), [&](ir::ValueId v) { return a.count(v) > 0; });
+            const bool independent = std::none_of(prev->outputs.begin(), prev->outputs.end(), [&](ir::ValueId v) { return b.count(v) > 0; });
+            if (shared && independent) {
+                prev->outputs.insert(prev->outputs.end(), s.outputs.begin(), s.outputs.end());
+                prev->nodes.insert(prev->nodes.end(), s.nodes.begin(), s.nodes.end());
+                std::sort(prev->nodes.begin(), prev->nodes.end());
+                prev->nodes.erase(std::unique(prev->nodes.begin(), prev->nodes.end()), prev->nodes.end());
+                continue;
+            }
+        }
+        out.push_back(std::move(s));
+    }
+    segs = std::move(out);
+}
+
 }  // namespace
 
 FusionPlan initial_scheme(const ir::Graph& g) {
@@ -89,25 +155,69 @@ FusionPlan initial_scheme(const ir::Graph& g) {
     FusionPlan p;
     p.inlined.assign(g.values.size(), 0);
     p.stored.assign(g.values.size(), 0);
+    const std::vector<int> producer = g.producers();
     std::vector<int> folded_into(g.nodes.size(), -1);
     std::vector<std::vector<int>> epilogue(g.nodes.size());
     for (size_t i = 0; i < g.nodes.size(); ++i) {
         if (lowering_of(g.nodes[i]) != Lowering::gemm) continue;
-        epilogue[i] = gemm_epilogue(g, g.nodes[i], cons, is_output);
+        epilogue[i] = gemm_epilogue(g, g.nodes[i], static_cast<int>(i), cons, is_output, producer);
         for (int e : epilogue[i]) folded_into[static_cast<size_t>(e)] = static_cast<int>(i);
     }
     auto fused = [&](int i) {
         return lowering_of(g.nodes[static_cast<size_t>(i)]) == Lowering::fused && folded_into[static_cast<size_t>(i)] < 0;
     };
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
+    std::vector<char> rownorm(g.nodes.size(), 0);
+    for (size_t i = 0; i < g.nodes.size(); ++i) rownorm[i] = row_normalisation(g, g.nodes[i], cons, is_output);
+    // Whether node c computes a read of v inside its own kernel: a fused op, or a row
+    // normalisation reading v as its input (its prologue).
+    auto absorbs = [&](int c, ir::ValueId v) { return fused(c) || (rownorm[static_cast<size_t>(c)] && g.nodes[static_cast<size_t>(c)].inputs[0] == v); };
+
+    // Inlining, consumers first. The kernels ("roots") each node's values are computed
+    // in: a stored value's own, a row normalisation's, or those of the readers of an
+    // inlined value. A fused value is inlined when every read of it is absorbed and the
+    // reads are by one node (a multi-output reader such as Split may recompute it in
+    // several kernels, as a single reader always could) or all land in one kernel.
+    using Roots = std::set<int64_t>;
+    std::vector<Roots> value_roots(g.values.size());
+    auto node_roots = [&](int c) {
+        if (rownorm[static_cast<size_t>(c)]) return Roots{-1 - static_cast<int64_t>(c)};
+        Roots r;
+        for (ir::ValueId o : g.nodes[static_cast<size_t>(c)].outputs) r.insert(value_roots[static_cast<size_t>(o)].begin(), value_roots[static_cast<size_t>(o)].end());
+        return r;
+    };
+    for (size_t i = g.nodes.size(); i-- > 0;) {
         if (!fused(static_cast<int>(i))) continue;
         for (ir::ValueId v : g.nodes[i].outputs) {
-            const auto& c = cons[static_cast<size_t>(v)];
-            p.inlined[static_cast<size_t>(v)] = c.size() == 1 && !is_output[static_cast<size_t>(v)] && fused(c[0]);
+            const auto vi = static_cast<size_t>(v);
+            const auto& c = cons[vi];
+            if (c.empty() && !is_output[vi]) continue;  // read by nothing: neither computed nor stored
+            bool inline_it = !is_output[vi] && std::all_of(c.begin(), c.end(), [&](int x) { return absorbs(x, v); });
+            Roots r;
+            for (int x : c) {
+                const Roots xr = node_roots(x);
+                r.insert(xr.begin(), xr.end());
+            }
+            const bool one_reader = std::all_of(c.begin(), c.end(), [&](int x) { return x == c[0]; });
+            inline_it = inline_it && (one_reader || r.size() == 1);
+            p.inlined[vi] = inline_it;
+            value_roots[vi] = inline_it ? r : Roots{static_cast<int64_t>(v)};
         }
     }
 
-    const std::vector<int> producer = g.producers();
+    // A row normalisation whose input is the root of an elementwise kernel also
+    // computes and stores that value (the residual stream of pre-norm models), when
+    // every other reader of it comes later.
+    std::vector<int> joins_rownorm(g.values.size(), -1);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+        if (!rownorm[i]) continue;
+        const ir::ValueId x = g.nodes[i].inputs[0];
+        const int px = producer[static_cast<size_t>(x)];
+        if (p.inlined[static_cast<size_t>(x)] || px < 0 || !fused(px) || g.nodes[static_cast<size_t>(px)].outputs.size() != 1) continue;
+        const auto& c = cons[static_cast<size_t>(x)];
+        if (std::all_of(c.begin(), c.end(), [&](int r) { return r >= static_cast<int>(i); }) && std::count(c.begin(), c.end(), static_cast<int>(i)) == 1)
+            joins_rownorm[static_cast<size_t>(x)] = static_cast<int>(i);
+    }
+
     for (size_t i = 0; i < g.nodes.size(); ++i) {
         if (folded_into[i] >= 0) continue;
         const ir::Node& n = g.nodes[i];
@@ -117,20 +227,22 @@ FusionPlan initial_scheme(const ir::Graph& g) {
         switch (lowering_of(n)) {
             case Lowering::fused:
                 for (ir::ValueId v : n.outputs) {
-                    if (p.inlined[static_cast<size_t>(v)]) continue;
+                    const auto vi = static_cast<size_t>(v);
+                    // Inlined, read by nothing, or computed by a row normalisation.
+                    if (p.inlined[vi] || (cons[vi].empty() && !is_output[vi]) || joins_rownorm[vi] >= 0) continue;
                     Segment e;
                     e.position = static_cast<int>(i);
                     e.nodes = fused_group(g, producer, p.inlined, v);
                     // A graph output is written into its own tensor: never a view.
-                    const bool views = !is_output[static_cast<size_t>(v)] &&
-                                       std::all_of(e.nodes.begin(), e.nodes.end(),
-                                                   [&](int x) { return is_view(g.nodes[static_cast<size_t>(x)].op); });
+                    const bool views = !is_output[vi] && std::all_of(e.nodes.begin(), e.nodes.end(), [&](int x) {
+                        return is_view(g, g.nodes[static_cast<size_t>(x)]);
+                    });
                     e.kind = views ? SegmentKind::view : SegmentKind::elementwise;
                     e.outputs = {v};
                     p.segments.push_back(std::move(e));
                 }
                 continue;
-            case Lowering::row_kernel: s.kind = SegmentKind::row; break;
+            case Lowering::row_kernel: s.kind = rownorm[i] ? SegmentKind::rownorm : SegmentKind::row; break;
             case Lowering::loop_kernel: s.kind = SegmentKind::loop; break;
             case Lowering::sparse_attention: s.kind = SegmentKind::attention; break;
             case Lowering::gemm: s.kind = SegmentKind::gemm; break;
@@ -139,11 +251,20 @@ FusionPlan initial_scheme(const ir::Graph& g) {
         if (s.kind == SegmentKind::gemm) {
             s.nodes.insert(s.nodes.end(), epilogue[i].begin(), epilogue[i].end());
             s.outputs = {g.nodes[static_cast<size_t>(s.nodes.back())].outputs[0]};
+        } else if (s.kind == SegmentKind::rownorm) {
+            const ir::ValueId x = n.inputs[0];
+            s.outputs = {n.outputs[0]};
+            if (p.inlined[static_cast<size_t>(x)] || joins_rownorm[static_cast<size_t>(x)] == static_cast<int>(i)) {
+                const std::vector<int> pro = fused_group(g, producer, p.inlined, x);
+                s.nodes.insert(s.nodes.end(), pro.begin(), pro.end());
+                if (!p.inlined[static_cast<size_t>(x)]) s.outputs.push_back(x);
+            }
         } else {
             s.outputs = n.outputs;
         }
         p.segments.push_back(std::move(s));
     }
+    merge_siblings(g, p.segments);
     for (const Segment& s : p.segments)
         for (ir::ValueId v : s.outputs) p.stored[static_cast<size_t>(v)] = 1;
     return p;

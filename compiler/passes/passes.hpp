@@ -57,6 +57,10 @@ void patch_conv(ir::Graph& g, const PassOptions& opt);
 // the Add(MatMul(x, W), b) form the GEMM lowering folds into one step. (fuse_linear.cpp)
 void fuse_linear(ir::Graph& g, const PassOptions& opt);
 
+// Linear layers reading the same input (Q/K/V, gate/up) → one linear layer over
+// concatenated weights whose result is split back. (merge_sibling_linear.cpp)
+void merge_sibling_linear(ir::Graph& g, const PassOptions& opt);
+
 // Scaled dot-product attention subgraphs → SparseAttention, with the mask the
 // model computes (pattern, bias, padding input) and --mask. (fuse_attention.cpp)
 void fuse_attention(ir::Graph& g, const PassOptions& opt);

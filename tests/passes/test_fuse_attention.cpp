@@ -315,7 +315,7 @@ TEST_CASE("attention reads q, k, v in place and writes where the head merge read
         CHECK(count(m.g, ir::Op::Split) == 0);
     }
     // LLaMA: q and k after the rotary embedding ([B,H,S,D]), k and v with their 2 KV heads
-    // (the grouped-query repeat is gone), v read from its projection.
+    // (the grouped-query repeat is gone), v read as heads 6-7 of the merged q|k|v projection.
     for (const char* name : {"llama-torchscript", "llama-dynamo"}) {
         INFO(name);
         const Model m = load(zoo / name);
@@ -323,7 +323,8 @@ TEST_CASE("attention reads q, k, v in place and writes where the head merge read
         CHECK(a.attrs.s("layout", "") == "hhss");
         CHECK(m.g.value(a.inputs[0]).shape == Shape({2, 4, 128, 64}));
         CHECK(m.g.value(a.inputs[1]).shape == Shape({2, 2, 128, 64}));
-        CHECK(m.g.value(a.inputs[2]).shape == Shape({2, 128, 2, 64}));
+        CHECK(m.g.value(a.inputs[2]).shape == Shape({2, 128, 8, 64}));
+        CHECK(a.attrs.ints("head_offsets").at(2) == 6);
         CHECK(m.g.value(a.outputs[0]).shape == Shape({2, 128, 4, 64}));
         CHECK(count(m.g, ir::Op::Expand) == 0);
     }
@@ -528,10 +529,10 @@ TEST_CASE("SparseAttention's reference equals its MatMul/Softmax decomposition (
 
 TEST_CASE("an fp16 plan runs attention on the projections in place: no head split or merge kernels",
           "[cpu][passes][attention]") {
-    // BERT: q, k, v from three [2,128,128] projections; GPT-2: heads 0-1, 2-3, 4-5 of
-    // one [2,128,384] projection (fp16: 128 bytes a head).
+    // BERT (its three projections merged) and GPT-2: q, k, v are heads 0-1, 2-3, 4-5 of one
+    // [2,128,384] projection (fp16: 128 bytes a head).
     for (const auto& [name, width, offsets] :
-         {std::tuple<const char*, int64_t, std::vector<uint64_t>>{"bert-torchscript", 128, {0, 0, 0}},
+         {std::tuple<const char*, int64_t, std::vector<uint64_t>>{"bert-torchscript", 384, {0, 256, 512}},
           {"gpt2-dynamo", 384, {0, 256, 512}}}) {
         INFO(name);
         const plan::Plan p = fp16_plan(fs::path(test::source_dir()) / "models" / name, {"sliding:16"});

@@ -48,7 +48,7 @@ TEST_CASE("constant folding removes the shape subgraph and keeps results" , "[cp
     };
     run_pipeline(g, opt);
     CHECK(seen == std::vector<std::string>{"bind-inputs", "infer-shapes", "fold-constants", "fuse-layernorm", "fuse-rmsnorm",
-                                           "fuse-gelu", "patch-conv", "fuse-linear", "fuse-attention", "decompose-attention",
+                                           "fuse-gelu", "patch-conv", "fuse-linear", "merge-sibling-linear", "fuse-attention", "decompose-attention",
                                            "eliminate-dead-code"});
     REQUIRE(g.nodes.size() == 1);
     CHECK(g.nodes[0].op == ir::Op::Reshape);
