@@ -2,7 +2,8 @@
 """Per-step profiles of the same models compiled by several stofc builds, side by side.
 
 Takes the models tools/bench/e2e.py exported into its --work directory
-(<model>-b<B>-s<S>/model.onnx, static shapes, and <case>.mask.npy for masked cases),
+(<model>-b<B>-s<S>-<config hash>/model.onnx, static shapes, and <case>.mask.npy for
+masked cases),
 compiles each case with every `--build LABEL=DIR` (DIR/bin/stofc, fp16, the case's
 mask) and runs `DIR/bin/stof-run PLAN --profile N --json` (random inputs), then
 prints the time per kind of step (gemm, sparse_attention, elementwise, layout,
@@ -55,10 +56,12 @@ def main():
         sys.exit(f"no e2e cases in {a.work} match '{a.only}' (run tools/bench/e2e.py --work {a.work} first)")
     rows = []
     for case in cases:
-        model_dir = a.work / re.sub(r"-[^-]+$", "", case)
+        models = sorted(a.work.glob(re.sub(r"-[^-]+$", "", case) + "-*/model.onnx"), key=lambda p: p.stat().st_mtime)
+        if not models:
+            sys.exit(f"{case}: no exported model in {a.work}")
         row = {"case": case}
         for label, build in builds:
-            row[label] = profile(build, model_dir / "model.onnx", a.work / f"{case}.mask.npy",
+            row[label] = profile(build, models[-1], a.work / f"{case}.mask.npy",
                                  a.work / f"{case}.{label}.plan", a.runs)
         rows.append(row)
         print(json.dumps(row), flush=True)
