@@ -54,27 +54,29 @@ void emit_rownorm(LowerState& st, const fusion::Segment& seg) {
     const std::string psecond = second >= 0 ? kb.tensor(second, st.plan.tensors[static_cast<size_t>(second)].dtype, true) : "";
 
     // load(row, col, x[vec]): x's coordinates from the row and the lane.
+    kb.line(fmt::format("typedef {} idx_t;", index_type(rs.rows * rs.len)));
     kb.line(fmt::format("auto load = [&](stof::i64 row, int col, float (&xv)[{}]) {{", vec));
-    std::vector<std::string> coords = delinearize("row", rs.kept);
+    kb.line("    const idx_t rr = static_cast<idx_t>(row);");
+    std::vector<std::string> coords = delinearize("rr", rs.kept);
     for (size_t d = 0; d < coords.size(); ++d) {
         if (coords[d] == "0") continue;
-        kb.line(fmt::format("    const stof::i64 k{} = {};", d, coords[d]));
+        kb.line(fmt::format("    const idx_t k{} = {};", d, coords[d]));
         coords[d] = fmt::format("k{}", d);
     }
     std::vector<std::string> red = delinearize("col", rs.reduced);
     for (size_t d = 0; d + 1 < red.size(); ++d) {
         if (red[d] == "0") continue;
-        kb.line(fmt::format("    const stof::i64 r{} = {};", d, red[d]));
+        kb.line(fmt::format("    const idx_t r{} = {};", d, red[d]));
         red[d] = fmt::format("r{}", d);
     }
-    kb.line(fmt::format("    const stof::i64 cl = {};", rs.reduced.size() == 1 ? "col" : fmt::format("col % {}", rs.reduced.back())));
+    kb.line(fmt::format("    const idx_t cl = {};", rs.reduced.size() == 1 ? "col" : fmt::format("col % {}", rs.reduced.back())));
     red.back() = ValueEmitter::kLane;
     coords.insert(coords.end(), red.begin(), red.end());
     ValueEmitter em(st, kb, "    ");
     em.set_vector(vec, "cl");
     // x itself when the segment computes it (a prologue), else its stored value.
     const bool computed = seg.nodes.size() > 1;
-    emit_vector_loop(kb, em, vec, "cl", "stof::i64", "    ",
+    emit_vector_loop(kb, em, vec, "cl", "idx_t", "    ",
                      {{"xt", [&] { return computed ? em.compute(x, coords) : em.at(x, coords); }}});
     kb.line(fmt::format("    for (int k = 0; k < {}; ++k) xv[k] = xt[k];", vec));
     if (second >= 0) kb.line(fmt::format("    stof::store_vec<{}>({} + row * {}LL + col, xt);", vec, psecond, rs.len));

@@ -82,7 +82,10 @@ void emit_vector_loop(KernelBuilder& kb, ValueEmitter& em, int v, const std::str
     for (const auto& out : outputs) kb.line(fmt::format("{}float {}[{}];", indent, out.first, v));
     kb.line(indent + "#pragma unroll");
     kb.line(fmt::format("{0}for (int {1} = 0; {1} < {2}; ++{1}) {{", indent, ValueEmitter::kVecStep, v));
-    kb.line(fmt::format("{}    const {} {} = {} + {};", indent, index_type, ValueEmitter::kLane, lane_base, ValueEmitter::kVecStep));
+    const bool lane_used = std::any_of(loop.begin(), loop.end(), [](const std::string& l) { return l.find(ValueEmitter::kLane) != std::string::npos; }) ||
+                           std::any_of(results.begin(), results.end(), [](const std::string& l) { return l.find(ValueEmitter::kLane) != std::string::npos; });
+    if (lane_used)
+        kb.line(fmt::format("{}    const {} {} = {} + {};", indent, index_type, ValueEmitter::kLane, lane_base, ValueEmitter::kVecStep));
     for (const std::string& l : loop) kb.line("    " + l);
     for (const std::string& r : results) kb.line(indent + "    " + r);
     kb.line(indent + "}");

@@ -2,7 +2,9 @@
 # Build stofc on a GPU machine and run everything that needs the GPU:
 #   tools/gpu/check.sh [OUT_DIR] [STEP...]
 # Steps (default: build gpu-tests zoo sanitizer): also thirdparty (THIRDPARTY_TESTS=ctest regex; the
-# models must be in ~/.cache/stofc/thirdparty), latency, dumps (DUMP_MODELS=dirs), bench, e2e, calibrate.
+# models must be in ~/.cache/stofc/thirdparty), latency, dumps (DUMP_MODELS=dirs), bench, e2e, bandwidth,
+# calibrate.
+#   bandwidth: tools/bench/bandwidth.py (fused elementwise and row-norm kernels against PyTorch, TB/s).
 #   bench: tools/bench/mha.py per grid; BENCH_GRIDS (default "paper targets"; also quick headdims
 #          element gqa), BENCH_FLAGS (more mha.py flags, e.g. "--dtype bf16 --no-flash").
 #   e2e:   tools/bench/e2e.py; E2E_GRID (paper, today or all; default paper), E2E_ONLY (regex of case
@@ -89,6 +91,10 @@ e2e() {
         --grid "$grid" --only "${E2E_ONLY:-}" --budget-s "$budget" ${E2E_FLAGS:-} \
         --json "$OUT/e2e_$grid.json" --markdown "$OUT/e2e_$grid.md"
 }
+bandwidth() {
+    "$PY" tools/bench/bandwidth.py --stofc $BUILD/bin/stofc --stof-run $BUILD/bin/stof-run --work $BUILD/test_tmp/bandwidth \
+        --json "$OUT/bandwidth.json" --markdown "$OUT/bandwidth.md"
+}
 calibrate() { "$PY" tools/bench/calibrate_selector.py --lib $BUILD/lib/libstof.so --json "$OUT/calibration.json"; }
 
 step build build
@@ -100,5 +106,6 @@ step bench bench
 step dumps dumps
 step latency latency
 step e2e e2e
+step bandwidth bandwidth
 step calibrate calibrate
 [ ${#failed[@]} -eq 0 ] || { echo "failed steps: ${failed[*]}"; exit 1; }
