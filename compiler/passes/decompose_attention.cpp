@@ -1,5 +1,5 @@
 // decompose-attention: in a plan, the SparseAttention nodes the sparse kernels
-// cannot run (fp32 plans, other head dims, a bias that varies over batch) are
+// cannot run (head dims they lack, a bias that varies over batch) are
 // rewritten into the ops they stand for (seq-major operands,
 // ops/attention_layout.hpp, transposed to heads-major first):
 //   s = MatMul(q, Transpose(k)) · scale [+ bias];  s = Where(keep ∧ valid, s, −inf)
@@ -63,8 +63,7 @@ struct Builder {
 };
 
 // Why node n cannot run on the sparse attention kernels in a plan of precision p, or "".
-std::string off_kernels_reason(const ir::Graph& g, const ir::Node& n, Precision p) {
-    if (p == Precision::fp32) return "the plan is fp32 and the kernels take fp16 or bf16";
+std::string off_kernels_reason(const ir::Graph& g, const ir::Node& n) {
     const int64_t d = g.value(n.inputs[0]).shape[3];
     if (d != 32 && d != 64 && d != 80 && d != 96 && d != 128)
         return fmt::format("head dim {} is not one of the kernels' 32, 64, 80, 96, 128", d);
@@ -80,12 +79,14 @@ void decompose_attention(ir::Graph& g, const PassOptions& opt) {
     std::vector<ir::Node> nodes;
     const std::vector<ir::Node> old = g.nodes;
     for (const ir::Node& n : old) {
-        const std::string why = n.op == ir::Op::SparseAttention ? off_kernels_reason(g, n, *opt.plan_precision) : "";
+        const std::string why = n.op == ir::Op::SparseAttention ? off_kernels_reason(g, n) : "";
         if (why.empty()) {
             nodes.push_back(n);
             continue;
         }
-        spdlog::warn("{}: runs as dense MatMul/Softmax, not on the sparse attention kernels: {}", n.label(), why);
+        const std::string note = fmt::format("{}: runs as dense MatMul/Softmax, not on the sparse attention kernels: {}", n.label(), why);
+        spdlog::warn("{}", note);
+        if (opt.note) opt.note(note);
         Builder b{g, nodes, n.name};
         const ir::AttentionLayout layout = ir::attention_layout(n);
         const ir::AttentionHeads heads =

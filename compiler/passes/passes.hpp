@@ -5,6 +5,7 @@
 #include "ir/graph.hpp"
 #include "precision.hpp"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -20,6 +21,9 @@ struct PassOptions {
     // The precision of the plan being compiled; unset when no plan is (stofc eval),
     // and then attention stays SparseAttention for the interpreter.
     std::optional<Precision> plan_precision;
+    // Receives what a user of the plan should know (an attention block left off the
+    // sparse kernels and why); compile_model records it in the plan's notes.
+    std::function<void(const std::string&)> note;
 };
 
 namespace passes {
@@ -65,8 +69,8 @@ void merge_sibling_linear(ir::Graph& g, const PassOptions& opt);
 // model computes (pattern, bias, padding input) and --mask. (fuse_attention.cpp)
 void fuse_attention(ir::Graph& g, const PassOptions& opt);
 
-// SparseAttention nodes the sparse attention kernels cannot run at
-// opt.plan_precision → the MatMul / Softmax / Where ops they stand for, each
+// In a plan (opt.plan_precision set), SparseAttention nodes the sparse attention
+// kernels cannot run → the MatMul / Softmax / Where ops they stand for, each
 // reported with its reason. (decompose_attention.cpp)
 void decompose_attention(ir::Graph& g, const PassOptions& opt);
 

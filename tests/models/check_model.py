@@ -12,8 +12,9 @@ attention layer (--layers) and no softmax kernel. With --mask SPEC, plans are
 compiled with that mask, and `run` compares with `stofc eval --mask SPEC` (the
 reference interpreter applying the same mask) instead of expected/.
 
-Input shapes come from the files in inputs/. Tolerances: fp32 rtol 1e-3 atol 1e-4;
-fp16 / bf16 plans (16-bit storage between kernels, fp32 arithmetic) rtol 3e-2 atol 3e-2.
+Input shapes come from the files in inputs/. Tolerances: fp32 plans (fp32 everywhere but
+the sparse attention kernels' fp16 operands) rtol 5e-3 atol 5e-3; fp16 / bf16 plans (16-bit
+storage between kernels, fp32 arithmetic) rtol 3e-2 atol 3e-2 and 6e-2.
 """
 
 import argparse
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-TOLERANCE = {"fp32": (1e-3, 1e-4), "fp16": (3e-2, 3e-2), "bf16": (6e-2, 6e-2)}
+TOLERANCE = {"fp32": (5e-3, 5e-3), "fp16": (3e-2, 3e-2), "bf16": (6e-2, 6e-2)}
 
 
 def shapes(model_dir):
@@ -78,14 +79,14 @@ def main():
         run([a.stofc, "compile", model, "-o", plan, "--offline", "--arch", a.arch, "--precision", a.precision,
              *shapes(d), *mask, *kernel])
         run([a.stofc, "inspect", plan])
-        if a.precision != "fp32":
-            steps = json.loads(subprocess.run([a.stofc, "inspect", plan, "--json"], capture_output=True,
-                                              check=True).stdout)["steps"]
-            attention = sum(s["kind"] == "sparse_attention" for s in steps)
-            softmax = [s["kernel"] for s in steps if "softmax" in s["kernel"]]
-            if attention != a.layers or softmax:
-                sys.exit(f"{attention} sparse_attention steps (want {a.layers}), softmax kernels {softmax}")
-            print(f"{attention} sparse_attention steps, no softmax kernel")
+        # Every precision runs attention on the sparse kernels.
+        steps = json.loads(subprocess.run([a.stofc, "inspect", plan, "--json"], capture_output=True,
+                                          check=True).stdout)["steps"]
+        attention = sum(s["kind"] == "sparse_attention" for s in steps)
+        softmax = [s["kernel"] for s in steps if "softmax" in s["kernel"]]
+        if attention != a.layers or softmax:
+            sys.exit(f"{attention} sparse_attention steps (want {a.layers}), softmax kernels {softmax}")
+        print(f"{attention} sparse_attention steps, no softmax kernel")
         return
     if not gpu_present():
         print("STOF-SKIP: no GPU on this machine")

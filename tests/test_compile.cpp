@@ -1,0 +1,57 @@
+// compile_model: what every plan gets regardless of precision, and what it reports.
+#include "compile.hpp"
+#include "onnx/import.hpp"
+#include "onnx_builder.hpp"
+#include "passes/pass_check.hpp"
+#include "test_util.hpp"
+
+using namespace stof;
+
+namespace {
+
+// q, k, v [1, 2, 16, D] (heads-major) through scaled-dot-product attention.
+std::string attention_model(int64_t d) {
+    test::OnnxBuilder b;
+    for (const char* n : {"q", "k", "v"}) b.input(n, onnx::TensorProto::FLOAT, {1, 2, 16, d});
+    b.initializer("perm_scale", test::scalar_f32(0.25f));
+    auto& t = b.node("Transpose", {"k"}, {"kt"});
+    test::set_attr(t, "perm", std::vector<int64_t>{0, 1, 3, 2});
+    b.node("MatMul", {"q", "kt"}, {"s"});
+    b.node("Mul", {"s", "perm_scale"}, {"ss"});
+    auto& sm = b.node("Softmax", {"ss"}, {"p"});
+    test::set_attr(sm, "axis", int64_t{-1});
+    b.node("MatMul", {"p", "v"}, {"o"});
+    b.output("o");
+    return b.bytes();
+}
+
+plan::Plan compile(const std::string& bytes, Precision p) {
+    ir::Graph g = import_onnx_bytes(bytes, "", "attention");
+    CompileOptions opt;
+    opt.lower.precision = p;
+    opt.lower.arch = "sm_90";
+    opt.lower.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
+    opt.lower.model = "attention.onnx";
+    return compile_model(g, opt);
+}
+
+int attention_steps(const plan::Plan& p) {
+    int n = 0;
+    for (const plan::Step& s : p.steps) n += s.kind == plan::StepKind::attention;
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("every precision runs attention on the sparse kernels; a fallback is in the plan's notes", "[cpu][compile]") {
+    for (const Precision p : {Precision::fp32, Precision::fp16, Precision::bf16}) {
+        INFO(precision_name(p));
+        const plan::Plan plan = compile(attention_model(64), p);
+        CHECK(attention_steps(plan) == 1);
+        CHECK(plan.meta.notes.empty());
+    }
+    // Head dim 16: no kernel instance takes it; dense ops, and the plan says why.
+    const plan::Plan dense = compile(attention_model(16), Precision::fp16);
+    CHECK(attention_steps(dense) == 0);
+    CHECK(dense.meta.notes.find("not on the sparse attention kernels: head dim 16") != std::string::npos);
+}
