@@ -3,6 +3,7 @@
 #pragma once
 
 #include "codegen/lower.hpp"
+#include "fusion/search.hpp"
 #include "ir/graph.hpp"
 #include "pipeline.hpp"
 #include "stof/plan.hpp"
@@ -11,11 +12,12 @@ namespace stof {
 
 struct CompileOptions {
     PipelineOptions pipeline;   // pipeline.pass.plan_precision is set from lower.precision
+    fusion::SearchOptions search;
     codegen::LowerOptions lower;
 };
 
-// Runs the pipeline on g (in place), builds the fusion plan (printed when
-// --dump-after names "partition" or "all") and lowers it.
+// Runs the pipeline on g (in place), searches the fusion plan with the offline cost
+// model (printed when --dump-after names "partition" or "all") and lowers it.
 plan::Plan compile_model(ir::Graph& g, CompileOptions opt);
 
 }  // namespace stof

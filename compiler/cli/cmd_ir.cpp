@@ -2,6 +2,7 @@
 // the fusion plan with --dump-after partition.
 #include "cli/cli_args.hpp"
 #include "cli/commands.hpp"
+#include "fusion/cost_model.hpp"
 #include "fusion/fusion_plan.hpp"
 #include "onnx/import.hpp"
 #include "pipeline.hpp"
@@ -40,8 +41,10 @@ void add_ir_command(CLI::App& app) {
         opt.dump_after = args->dump_after;
         run_pipeline(g, opt);
         if (args->dump_after.empty()) fmt::print("{}", ir::to_text(g));
-        if (args->dump_after == "all" || args->dump_after == kPartitionStage)
-            fmt::print("{}\n", fusion::to_text(g, fusion::initial_scheme(g)));
+        if (args->dump_after == "all" || args->dump_after == kPartitionStage) {
+            fusion::CostModel model(*opt.pass.plan_precision);
+            fmt::print("{}\n", fusion::to_text(g, fusion::search(g, model, {}).plan));
+        }
         spdlog::info("{} nodes: {}", g.nodes.size(), ir::op_histogram(g));
     });
 }

@@ -8,10 +8,9 @@ namespace stof::codegen {
 
 const char* index_type(int64_t max_index) { return max_index < (int64_t{1} << 31) ? "int" : "long long"; }
 
-void elementwise_launch(int64_t n, plan::LaunchStep& launch) {
-    constexpr int64_t kBlock = 256, kMaxBlocks = 8192;
-    launch.block[0] = kBlock;
-    launch.grid[0] = static_cast<uint32_t>(std::max<int64_t>(1, std::min(kMaxBlocks, (n + kBlock - 1) / kBlock)));
+void elementwise_launch(int64_t n, plan::LaunchStep& launch, int block, int max_blocks) {
+    launch.block[0] = static_cast<uint32_t>(block);
+    launch.grid[0] = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>(max_blocks, (n + block - 1) / block)));
 }
 
 std::string ops_tag(const std::vector<const ir::Node*>& nodes, size_t max) {
@@ -40,7 +39,8 @@ void emit_injective(LowerState& st, const fusion::Segment& seg) {
     // dimensions are multiples of 16 bytes take 16 bytes a thread.
     int64_t total = 0;
     const DType dt = st.plan.tensors[static_cast<size_t>(st.tensor(seg.outputs[0]))].dtype;
-    int vec = is_float(dt) ? 16 / static_cast<int>(dtype_size(dt)) : 1;
+    int vec = is_float(dt) && seg.config.vec != 1 ? 16 / static_cast<int>(dtype_size(dt)) : 1;
+    const int block = seg.config.block ? seg.config.block : 256, max_blocks = seg.config.grid ? seg.config.grid : 8192;
     for (ir::ValueId root : seg.outputs) {
         const Shape& shape = st.g.value(root).shape;
         total += numel(shape);
@@ -94,12 +94,13 @@ void emit_injective(LowerState& st, const fusion::Segment& seg) {
     kb.line("}");
 
     KernelJob job;
-    job.key = fmt::format("ew_{}_{}_n{}{}", dtype_name(dt), ops_tag(group), total, vec > 1 ? fmt::format("_v{}", vec) : "");
-    job.source = kb.source(job.key, "__launch_bounds__(256)",
+    job.key = fmt::format("ew_{}_{}_n{}{}{}", dtype_name(dt), ops_tag(group), total, vec > 1 ? fmt::format("_v{}", vec) : "",
+                          block != 256 ? fmt::format("_b{}", block) : "");
+    job.source = kb.source(job.key, fmt::format("__launch_bounds__({})", block),
                            vec > 1 ? std::vector<std::string>{"stof/common.cuh", "stof/vector.cuh"} : std::vector<std::string>{"stof/common.cuh"});
     job.params = kb.params();
     job.launch.args = kb.args();
-    elementwise_launch(total / vec, job.launch);
+    elementwise_launch(total / vec, job.launch, block, max_blocks);
     const bool pure_layout = std::all_of(group.begin(), group.end(), [](const ir::Node* x) {
         return ir::op_info(x->op).category == ir::Category::layout;
     });

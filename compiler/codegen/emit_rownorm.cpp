@@ -43,10 +43,13 @@ void emit_rownorm(LowerState& st, const fusion::Segment& seg) {
     // 16-byte accesses of the plan's float type where the innermost dim allows.
     int vec = 16 / static_cast<int>(dtype_size(plan_dtype(DType::f32, st.precision)));
     while (vec > 1 && rs.reduced.back() % vec != 0) vec /= 2;
+    // Threads a row: the config's, or the fewest (a warp at least) holding at most 4 vectors
+    // a thread; at most 16 vectors a thread either way.
     int threads = 32;
     while (threads < 1024 && threads * vec * 4 < rs.len) threads *= 2;
+    if (seg.config.block && seg.config.block * vec * 16 >= rs.len) threads = seg.config.block;
     const auto items = static_cast<int>((rs.len + threads * vec - 1) / (threads * vec));
-    const int rows_per_cta = threads == 32 ? 4 : 1;
+    const int rows_per_cta = threads == 32 ? (seg.config.rows ? seg.config.rows : 4) : 1;
     const char* op = n.op == ir::Op::LayerNormalization ? "stof::kLayerNorm" : n.op == ir::Op::RMSNorm ? "stof::kRmsNorm" : "stof::kSoftmax";
 
     KernelBuilder kb;

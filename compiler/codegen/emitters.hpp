@@ -45,8 +45,8 @@ int32_t emit_broadcast(LowerState& st, int32_t tensor, const Shape& shape);
 std::string ops_tag(const std::vector<const ir::Node*>& nodes, size_t max = 4);
 std::string node_names(const std::vector<const ir::Node*>& nodes);
 
-// Block size and grid for a grid-stride loop over n elements.
-void elementwise_launch(int64_t n, plan::LaunchStep& launch);
+// Block size and grid (at most max_blocks CTAs) for a grid-stride loop over n elements.
+void elementwise_launch(int64_t n, plan::LaunchStep& launch, int block = 256, int max_blocks = 8192);
 // "int" when every index fits in 32 bits, else "long long".
 const char* index_type(int64_t max_index);
 

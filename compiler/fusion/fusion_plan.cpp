@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 namespace stof::fusion {
 
 const char* segment_kind_name(SegmentKind k) {
@@ -17,6 +19,40 @@ const char* segment_kind_name(SegmentKind k) {
     return "?";
 }
 
+std::string Config::str() const {
+    std::string s;
+    const std::pair<const char*, int> fields[] = {{"block", block}, {"rows", rows}, {"grid", grid}, {"vec", vec}};
+    for (const auto& [name, v] : fields)
+        if (v) s += fmt::format("{}{}={}", s.empty() ? "" : ",", name, v);
+    return s.empty() ? "default" : s;
+}
+
+std::string segment_signature(const ir::Graph& g, const Segment& s) {
+    std::map<ir::ValueId, int> number;
+    auto val = [&](ir::ValueId v) {
+        if (v == ir::kNoValue) return std::string("-");
+        auto [it, fresh] = number.try_emplace(v, static_cast<int>(number.size()));
+        const ir::Value& x = g.value(v);
+        const bool scalar_const = x.data && x.data->numel() == 1;
+        return fmt::format("v{}:{}{}{}", it->second, dtype_name(x.dtype), shape_str(x.shape),
+                           scalar_const ? fmt::format("={}", x.data->get_f64(0)) : "");
+    };
+    std::string out = segment_kind_name(s.kind);
+    for (int i : s.nodes) {
+        const ir::Node& n = g.nodes[static_cast<size_t>(i)];
+        std::string attrs;
+        for (const auto& [key, v] : n.attrs.all())
+            if (key != "layer") attrs += fmt::format("{}{}={}", attrs.empty() ? "" : ",", key, ir::attr_str(v));
+        out += fmt::format(" {}{{{}}}(", ir::op_name(n.op), attrs);
+        for (ir::ValueId v : n.inputs) out += val(v) + ",";
+        out += ")->";
+        for (ir::ValueId v : n.outputs) out += val(v) + ",";
+    }
+    out += " out";
+    for (ir::ValueId v : s.outputs) out += " " + val(v);
+    return out;
+}
+
 std::string to_text(const ir::Graph& g, const FusionPlan& p) {
     size_t steps = 0;
     for (const Segment& s : p.segments) steps += s.kind != SegmentKind::view;
@@ -30,7 +66,8 @@ std::string to_text(const ir::Graph& g, const FusionPlan& p) {
         }
         std::string outs;
         for (ir::ValueId v : s.outputs) outs += fmt::format("{}{}", outs.empty() ? "" : ", ", g.value(v).name);
-        out += fmt::format("seg {} {} @{}: {} -> {}\n", i, segment_kind_name(s.kind), s.position, nodes, outs);
+        out += fmt::format("seg {} {} @{}: {} -> {}{}\n", i, segment_kind_name(s.kind), s.position, nodes, outs,
+                           s.config == Config{} ? "" : " [" + s.config.str() + "]");
     }
     return out;
 }

@@ -1,7 +1,7 @@
 // The fusion plan: which IR nodes run together as one plan step (a generated
 // kernel, a cuBLASLt call, a prebuilt kernel) and which values are stored
-// between steps. Lowering (codegen/lower.cpp) consumes it; the rules that
-// build today's plan are fusion/initial_scheme.cpp.
+// between steps. Lowering (codegen/lower.cpp) consumes it; fusion/build_scheme.cpp
+// builds it from the decisions the search (fusion/search.cpp) takes.
 #pragma once
 
 #include "ir/graph.hpp"
@@ -25,12 +25,24 @@ enum class SegmentKind : uint8_t {
     attention,    // one SparseAttention node on the prebuilt kernels
 };
 
+// A generated kernel's launch parameters (stage 2's space; 0: the template's default).
+struct Config {
+    int block = 0;  // elementwise: threads a CTA; rownorm: threads a row
+    int rows = 0;   // rownorm: rows a CTA (one warp a row)
+    int grid = 0;   // elementwise: CTAs at most (a grid-stride loop)
+    int vec = 0;    // elementwise: 1 for one element a thread per access, else the 16-byte width
+    bool operator==(const Config& o) const { return block == o.block && rows == o.rows && grid == o.grid && vec == o.vec; }
+    bool operator!=(const Config& o) const { return !(*this == o); }
+    std::string str() const;  // "block=256,grid=8192" (defaults left out; "default" when all are)
+};
+
 struct Segment {
     SegmentKind kind = SegmentKind::elementwise;
     std::vector<int> nodes;            // IR node indices in topological order; nodes[0] anchors
                                        // gemm, row, loop and attention segments
     std::vector<ir::ValueId> outputs;  // the values the segment stores
     int position = 0;                  // node index whose place in the graph order the step takes
+    Config config;                     // elementwise and rownorm kernels
 };
 
 struct FusionPlan {
@@ -39,23 +51,33 @@ struct FusionPlan {
     std::vector<char> stored;       // value → written to a plan tensor by its segment
 };
 
-// The plan today's rules give (fusion/initial_scheme.cpp):
+struct Choices;
+
+// The plan for the decisions c (fusion/choices.hpp; fusion/build_scheme.cpp):
 //  - a GEMM folds into its cuBLASLt epilogue a following bias Add of a constant row
-//    vector [N] and a residual Add of a stored value of its result's shape (cuBLASLt's
-//    beta·C), or a bias Add then a Relu or tanh-Gelu, while each value in the chain has
-//    one consumer and is not a graph output;
+//    vector [N], then a Relu or tanh-Gelu; with c.residual_in_gemm, a residual Add of a
+//    stored value of its result's shape instead of the activation (cuBLASLt's beta·C);
+//    while each value in the chain has one reader and is not a graph output;
 //  - a fused op's value is inlined into the kernels of its readers when it is no graph
-//    output and every reader computes it inside its kernel (a fused op not folded into a
-//    GEMM, or a row normalisation reading it as input), and the reads are by one node or
-//    land in one kernel;
-//  - a row normalisation whose input is the root of an elementwise kernel stores that
-//    value itself (pre-norm residual streams) when its other readers come later;
-//  - adjacent elementwise kernels reading a common stored value (and not each other's
-//    results) become one kernel with several outputs;
+//    output, every reader computes it inside its kernel (a fused op not folded into a
+//    GEMM, or with c.norm_prologue a row normalisation reading it as input), and the
+//    reads are by one node, or (c.multi_inline) land in one kernel;
+//  - with c.norm_stores_input a row normalisation computes and stores its input, the
+//    root of an elementwise kernel, when its other readers come later;
+//  - with c.merge_kernel an elementwise kernel reading a stored value that the kernel
+//    before it reads (and not its results) becomes one kernel with it;
 //  - every other op is a segment of its own.
+FusionPlan build_scheme(const ir::Graph& g, const Choices& c);
+// STOF's rule-based start: no decision taken.
 FusionPlan initial_scheme(const ir::Graph& g);
+// Every decision taken (fusion/choices.hpp find_sites).
+FusionPlan fused_scheme(const ir::Graph& g);
 
 const char* segment_kind_name(SegmentKind k);
+// What a segment computes, independent of names and of where it is: its kind, its
+// nodes' ops and attributes, and the types and shapes of its values numbered in order
+// of first use (identical layers give identical signatures). Excludes the config.
+std::string segment_signature(const ir::Graph& g, const Segment& s);
 // One line per segment: "seg 3 gemm @12: MatMul 'q_proj' + Add 'q_bias' -> q"; what
 // `--dump-after partition` prints.
 std::string to_text(const ir::Graph& g, const FusionPlan& p);

@@ -1,7 +1,11 @@
-// Today's fusion rules (see fusion_plan.hpp): GEMM epilogues cuBLASLt can apply,
-// single-use fused values inlined into their consumer, one segment per other op.
+// A fusion plan from the graph and its decisions (fusion/choices.hpp): GEMM
+// epilogues cuBLASLt can apply, fused values inlined into the kernels that read
+// them, row-norm prologues, merged sibling kernels; one segment per other op.
+#include "fusion/choices.hpp"
 #include "fusion/fusion_plan.hpp"
 #include "stof/error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <set>
@@ -32,12 +36,12 @@ std::vector<std::vector<int>> consumers_of(const ir::Graph& g) {
 
 // The nodes after GEMM node n (index `at`) that its cuBLASLt epilogue applies:
 //   D = act(A·B + bias + C)
-// a bias Add of a constant row vector [N] and a residual Add of a stored value of
-// D's shape (as C, beta = 1; computed before the GEMM runs), in either order, or a
-// bias then a Relu or tanh-Gelu (act); each value in the chain read once and no
-// graph output.
+// a bias Add of a constant row vector [N] and (allow_residual) a residual Add of a
+// stored value of D's shape (as C, beta = 1; computed before the GEMM runs), in
+// either order, or a bias then a Relu or tanh-Gelu (act); each value in the chain
+// read once and no graph output.
 std::vector<int> gemm_epilogue(const ir::Graph& g, const ir::Node& n, int at, const std::vector<std::vector<int>>& cons,
-                               const std::vector<char>& is_output, const std::vector<int>& producer) {
+                               const std::vector<char>& is_output, const std::vector<int>& producer, bool allow_residual) {
     std::vector<int> chain;
     if (n.op == Op::Gemm && n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue) return chain;
     const ir::Value& out = g.value(n.outputs[0]);
@@ -57,7 +61,7 @@ std::vector<int> gemm_epilogue(const ir::Graph& g, const ir::Node& n, int at, co
             const bool residual = !b.data && b.shape == out.shape && b.dtype == out.dtype && producer[static_cast<size_t>(other)] < at;
             if (row_vector && !has_bias) {
                 has_bias = true;
-            } else if (residual && !has_residual) {
+            } else if (residual && allow_residual && !has_residual) {
                 has_residual = true;
             } else {
                 break;
@@ -121,7 +125,8 @@ std::set<ir::ValueId> reads(const ir::Graph& g, const Segment& s) {
 // Adjacent elementwise segments that read a common stored value and not each other's
 // results, with outputs of one type, become one kernel with several outputs (the
 // rotary embeddings of q and k, both from one projection).
-void merge_siblings(const ir::Graph& g, std::vector<Segment>& segs) {
+template <class Take>
+void merge_siblings(const ir::Graph& g, std::vector<Segment>& segs, const Take& take) {
     std::vector<Segment> out;
     for (Segment& s : segs) {
         Segment* prev = out.empty() ? nullptr : &out.back();
@@ -130,7 +135,7 @@ void merge_siblings(const ir::Graph& g, std::vector<Segment>& segs) {
             const std::set<ir::ValueId> a = reads(g, *prev), b = reads(g, s);
             const bool shared = std::any_of(b.begin(), b.end(), [&](ir::ValueId v) { return a.count(v) > 0; });
             const bool independent = std::none_of(prev->outputs.begin(), prev->outputs.end(), [&](ir::ValueId v) { return b.count(v) > 0; });
-            if (shared && independent) {
+            if (shared && independent && take(s.outputs[0])) {
                 prev->outputs.insert(prev->outputs.end(), s.outputs.begin(), s.outputs.end());
                 prev->nodes.insert(prev->nodes.end(), s.nodes.begin(), s.nodes.end());
                 std::sort(prev->nodes.begin(), prev->nodes.end());
@@ -145,7 +150,10 @@ void merge_siblings(const ir::Graph& g, std::vector<Segment>& segs) {
 
 }  // namespace
 
-FusionPlan initial_scheme(const ir::Graph& g) {
+namespace {
+
+// The plan for choices c; merge_any merges every eligible sibling kernel (site finding).
+FusionPlan build(const ir::Graph& g, const Choices& c, bool merge_any) {
     const std::vector<std::vector<int>> cons = consumers_of(g);
     std::vector<char> is_output(g.values.size(), 0);
     for (ir::ValueId o : g.outputs) is_output[static_cast<size_t>(o)] = 1;
@@ -160,7 +168,8 @@ FusionPlan initial_scheme(const ir::Graph& g) {
     std::vector<std::vector<int>> epilogue(g.nodes.size());
     for (size_t i = 0; i < g.nodes.size(); ++i) {
         if (lowering_of(g.nodes[i]) != Lowering::gemm) continue;
-        epilogue[i] = gemm_epilogue(g, g.nodes[i], static_cast<int>(i), cons, is_output, producer);
+        epilogue[i] = gemm_epilogue(g, g.nodes[i], static_cast<int>(i), cons, is_output, producer,
+                                    c.residual_in_gemm.count(static_cast<int>(i)) > 0);
         for (int e : epilogue[i]) folded_into[static_cast<size_t>(e)] = static_cast<int>(i);
     }
     auto fused = [&](int i) {
@@ -168,53 +177,57 @@ FusionPlan initial_scheme(const ir::Graph& g) {
     };
     std::vector<char> rownorm(g.nodes.size(), 0);
     for (size_t i = 0; i < g.nodes.size(); ++i) rownorm[i] = row_normalisation(g, g.nodes[i], cons, is_output);
-    // Whether node c computes a read of v inside its own kernel: a fused op, or a row
-    // normalisation reading v as its input (its prologue).
-    auto absorbs = [&](int c, ir::ValueId v) { return fused(c) || (rownorm[static_cast<size_t>(c)] && g.nodes[static_cast<size_t>(c)].inputs[0] == v); };
+    // Whether node r computes a read of v inside its own kernel: a fused op, or a row
+    // normalisation with a prologue reading v as its input.
+    auto absorbs = [&](int r, ir::ValueId v) {
+        const auto ri = static_cast<size_t>(r);
+        return fused(r) || (rownorm[ri] && c.norm_prologue.count(r) && g.nodes[ri].inputs[0] == v);
+    };
 
-    // Inlining, consumers first. The kernels ("roots") each node's values are computed
+    // Inlining, readers first. The kernels ("roots") each node's values are computed
     // in: a stored value's own, a row normalisation's, or those of the readers of an
     // inlined value. A fused value is inlined when every read of it is absorbed and the
     // reads are by one node (a multi-output reader such as Split may recompute it in
-    // several kernels, as a single reader always could) or all land in one kernel.
+    // several kernels), or (multi_inline) they all land in one kernel.
     using Roots = std::set<int64_t>;
     std::vector<Roots> value_roots(g.values.size());
-    auto node_roots = [&](int c) {
-        if (rownorm[static_cast<size_t>(c)]) return Roots{-1 - static_cast<int64_t>(c)};
-        Roots r;
-        for (ir::ValueId o : g.nodes[static_cast<size_t>(c)].outputs) r.insert(value_roots[static_cast<size_t>(o)].begin(), value_roots[static_cast<size_t>(o)].end());
-        return r;
+    auto node_roots = [&](int r) {
+        if (rownorm[static_cast<size_t>(r)]) return Roots{-1 - static_cast<int64_t>(r)};
+        Roots out;
+        for (ir::ValueId o : g.nodes[static_cast<size_t>(r)].outputs)
+            out.insert(value_roots[static_cast<size_t>(o)].begin(), value_roots[static_cast<size_t>(o)].end());
+        return out;
     };
     for (size_t i = g.nodes.size(); i-- > 0;) {
         if (!fused(static_cast<int>(i))) continue;
         for (ir::ValueId v : g.nodes[i].outputs) {
             const auto vi = static_cast<size_t>(v);
-            const auto& c = cons[vi];
-            if (c.empty() && !is_output[vi]) continue;  // read by nothing: neither computed nor stored
-            bool inline_it = !is_output[vi] && std::all_of(c.begin(), c.end(), [&](int x) { return absorbs(x, v); });
+            const auto& rd = cons[vi];
+            if (rd.empty() && !is_output[vi]) continue;  // read by nothing: neither computed nor stored
+            bool inline_it = !is_output[vi] && std::all_of(rd.begin(), rd.end(), [&](int x) { return absorbs(x, v); });
             Roots r;
-            for (int x : c) {
+            for (int x : rd) {
                 const Roots xr = node_roots(x);
                 r.insert(xr.begin(), xr.end());
             }
-            const bool one_reader = std::all_of(c.begin(), c.end(), [&](int x) { return x == c[0]; });
-            inline_it = inline_it && (one_reader || r.size() == 1);
+            const bool one_reader = std::all_of(rd.begin(), rd.end(), [&](int x) { return x == rd[0]; });
+            inline_it = inline_it && (one_reader || (r.size() == 1 && c.multi_inline.count(v)));
             p.inlined[vi] = inline_it;
             value_roots[vi] = inline_it ? r : Roots{static_cast<int64_t>(v)};
         }
     }
 
-    // A row normalisation whose input is the root of an elementwise kernel also
-    // computes and stores that value (the residual stream of pre-norm models), when
-    // every other reader of it comes later.
+    // norm_stores_input: the row normalisation computes its input, the root of an
+    // elementwise kernel, and stores it (every other reader of it comes later).
     std::vector<int> joins_rownorm(g.values.size(), -1);
     for (size_t i = 0; i < g.nodes.size(); ++i) {
-        if (!rownorm[i]) continue;
+        if (!rownorm[i] || !c.norm_stores_input.count(static_cast<int>(i))) continue;
         const ir::ValueId x = g.nodes[i].inputs[0];
         const int px = producer[static_cast<size_t>(x)];
         if (p.inlined[static_cast<size_t>(x)] || px < 0 || !fused(px) || g.nodes[static_cast<size_t>(px)].outputs.size() != 1) continue;
-        const auto& c = cons[static_cast<size_t>(x)];
-        if (std::all_of(c.begin(), c.end(), [&](int r) { return r >= static_cast<int>(i); }) && std::count(c.begin(), c.end(), static_cast<int>(i)) == 1)
+        const auto& rd = cons[static_cast<size_t>(x)];
+        if (std::all_of(rd.begin(), rd.end(), [&](int r) { return r >= static_cast<int>(i); }) &&
+            std::count(rd.begin(), rd.end(), static_cast<int>(i)) == 1)
             joins_rownorm[static_cast<size_t>(x)] = static_cast<int>(i);
     }
 
@@ -264,10 +277,107 @@ FusionPlan initial_scheme(const ir::Graph& g) {
         }
         p.segments.push_back(std::move(s));
     }
-    merge_siblings(g, p.segments);
+    merge_siblings(g, p.segments, [&](ir::ValueId root) { return merge_any || c.merge_kernel.count(root) > 0; });
     for (const Segment& s : p.segments)
         for (ir::ValueId v : s.outputs) p.stored[static_cast<size_t>(v)] = 1;
     return p;
+}
+
+std::string shape_sig(const ir::Graph& g, ir::ValueId v) {
+    const ir::Value& val = g.value(v);
+    return fmt::format("{}{}", dtype_name(val.dtype), shape_str(val.shape));
+}
+
+// Ops and shapes of the nodes `ns`: equal for the same structure in another layer.
+std::string nodes_sig(const ir::Graph& g, const std::vector<int>& ns) {
+    std::string s;
+    for (int i : ns) {
+        const ir::Node& n = g.nodes[static_cast<size_t>(i)];
+        s += fmt::format("{}(", ir::op_name(n.op));
+        for (ir::ValueId v : n.inputs) s += v == ir::kNoValue ? "-," : shape_sig(g, v) + ",";
+        s += ")";
+    }
+    return s;
+}
+
+}  // namespace
+
+FusionPlan build_scheme(const ir::Graph& g, const Choices& c) { return build(g, c, false); }
+
+FusionPlan initial_scheme(const ir::Graph& g) { return build_scheme(g, Choices{}); }
+
+FusionPlan fused_scheme(const ir::Graph& g) {
+    std::vector<const Site*> all;
+    const std::vector<Site> sites = find_sites(g);
+    for (const Site& s : sites) all.push_back(&s);
+    return build_scheme(g, with(Choices{}, all));
+}
+
+std::vector<Site> find_sites(const ir::Graph& g) {
+    const std::vector<std::vector<int>> cons = consumers_of(g);
+    std::vector<char> is_output(g.values.size(), 0);
+    for (ir::ValueId o : g.outputs) is_output[static_cast<size_t>(o)] = 1;
+    const std::vector<int> producer = g.producers();
+    std::vector<Site> sites;
+    auto fused_op = [&](int i) { return i >= 0 && lowering_of(g.nodes[static_cast<size_t>(i)]) == Lowering::fused; };
+    Choices all;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+        const ir::Node& n = g.nodes[i];
+        const int at = static_cast<int>(i);
+        if (lowering_of(n) == Lowering::gemm) {
+            const std::vector<int> with_res = gemm_epilogue(g, n, at, cons, is_output, producer, true);
+            if (with_res.size() > gemm_epilogue(g, n, at, cons, is_output, producer, false).size()) {
+                std::vector<int> ns{at};
+                ns.insert(ns.end(), with_res.begin(), with_res.end());
+                sites.push_back({MoveKind::seize, Site::residual_in_gemm, at, "seize|" + nodes_sig(g, ns),
+                                 fmt::format("seize: {} folds the residual {} (beta·C)", n.label(),
+                                             g.nodes[static_cast<size_t>(with_res.back())].label())});
+                all.residual_in_gemm.insert(at);
+            }
+        } else if (row_normalisation(g, n, cons, is_output) && fused_op(producer[static_cast<size_t>(n.inputs[0])])) {
+            const std::string sig = nodes_sig(g, {at, producer[static_cast<size_t>(n.inputs[0])]});
+            sites.push_back({MoveKind::expand, Site::norm_prologue, at, "expand|prologue|" + sig,
+                             fmt::format("expand: {} computes its input", n.label())});
+            sites.push_back({MoveKind::expand, Site::norm_stores_input, at, "expand|stores|" + sig,
+                             fmt::format("expand: {} computes and stores its input", n.label())});
+            all.norm_prologue.insert(at);
+            all.norm_stores_input.insert(at);
+        }
+        if (lowering_of(n) != Lowering::fused) continue;
+        for (ir::ValueId v : n.outputs) {
+            const auto& rd = cons[static_cast<size_t>(v)];
+            if (is_output[static_cast<size_t>(v)] || rd.size() < 2 || std::all_of(rd.begin(), rd.end(), [&](int x) { return x == rd[0]; }))
+                continue;
+            std::vector<int> ns{at};
+            ns.insert(ns.end(), rd.begin(), rd.end());
+            sites.push_back({MoveKind::expand, Site::multi_inline, v, "expand|inline|" + nodes_sig(g, ns),
+                             fmt::format("expand: '{}' recomputed by its {} readers", g.value(v).name, rd.size())});
+            all.multi_inline.insert(v);
+        }
+    }
+    // Sibling kernels that merge once every other move is taken.
+    for (const Segment& s : build(g, all, true).segments) {
+        for (size_t k = 1; k < s.outputs.size(); ++k) {
+            if (s.kind != SegmentKind::elementwise) continue;
+            sites.push_back({MoveKind::expand, Site::merge_kernel, s.outputs[k], "expand|merge|" + nodes_sig(g, s.nodes),
+                             fmt::format("expand: '{}' computed by the kernel of '{}'", g.value(s.outputs[k]).name,
+                                         g.value(s.outputs[0]).name)});
+        }
+    }
+    return sites;
+}
+
+Choices with(Choices c, const std::vector<const Site*>& sites) {
+    for (const Site* s : sites) {
+        switch (s->field) {
+            case Site::residual_in_gemm: c.residual_in_gemm.insert(static_cast<int>(s->key)); break;
+            case Site::norm_prologue: c.norm_prologue.insert(static_cast<int>(s->key)); break;
+            case Site::norm_stores_input: c.norm_stores_input.insert(static_cast<int>(s->key)); break;
+            case Site::multi_inline: c.multi_inline.insert(static_cast<ir::ValueId>(s->key)); break;
+            case Site::merge_kernel: c.merge_kernel.insert(static_cast<ir::ValueId>(s->key)); break;
+        }
+    }
+    return c;
 }
 
 }  // namespace stof::fusion

@@ -1,0 +1,50 @@
+// The decisions a fusion plan is built from (fusion/build_scheme.cpp), one per
+// site of the graph; each kind is one of STOF's stage-1 moves:
+//   seize    a GEMM folds the residual Add after it into its cuBLASLt epilogue (beta·C)
+//   expand   a row normalisation computes its input inside (its prologue), or also stores
+//            it; a value read by several nodes of one kernel is recomputed there instead
+//            of stored; an elementwise kernel merges with the previous one (several outputs)
+//   compete  a residual Add wanted by both a GEMM epilogue and a norm prologue: the seize
+//            of that GEMM takes it from the norm
+// The initial scheme (STOF's rule-based start) takes none of them: GEMMs fold a bias
+// and a ReLU or tanh-GELU, single-use values are inlined into their reader.
+#pragma once
+
+#include "ir/graph.hpp"
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace stof::fusion {
+
+enum class MoveKind : uint8_t { seize, expand };
+
+struct Choices {
+    std::set<int> residual_in_gemm;       // GEMM node → folds the residual Add after it
+    std::set<int> norm_prologue;          // row-norm node → computes its input's fused producers inside
+    std::set<int> norm_stores_input;      // row-norm node → computes and stores its (elementwise-rooted) input
+    std::set<ir::ValueId> multi_inline;   // value → recomputed by the several nodes of one kernel that read it
+    std::set<ir::ValueId> merge_kernel;   // root of an elementwise kernel → merged into the kernel before it
+
+    bool operator==(const Choices& o) const {
+        return residual_in_gemm == o.residual_in_gemm && norm_prologue == o.norm_prologue &&
+               norm_stores_input == o.norm_stores_input && multi_inline == o.multi_inline && merge_kernel == o.merge_kernel;
+    }
+};
+
+// One decision of a graph: turning it on is the move.
+struct Site {
+    MoveKind kind = MoveKind::expand;
+    enum Field : uint8_t { residual_in_gemm, norm_prologue, norm_stores_input, multi_inline, merge_kernel } field;
+    int64_t key = 0;        // the node index or value id the decision is about
+    std::string signature;  // the same for the sites of identical layers: decided together
+    std::string describe;   // "seize: residual Add 'layer.0/Add' into GEMM 'layer.0/o_proj'"
+};
+
+// Every site of g where a move applies (given all the others taken), in node order.
+std::vector<Site> find_sites(const ir::Graph& g);
+// c with the sites' decisions on.
+Choices with(Choices c, const std::vector<const Site*>& sites);
+
+}  // namespace stof::fusion

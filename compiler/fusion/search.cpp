@@ -1,0 +1,276 @@
+#include "fusion/search.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <set>
+
+namespace stof::fusion {
+
+Timing Evaluator::plan(const ir::Graph& g, const FusionPlan& p) {
+    Timing t{0, 0};
+    for (const Segment& s : p.segments) {
+        const Timing x = segment(g, p, s);
+        t.us += x.us;
+        t.spread += x.spread;
+    }
+    return t;
+}
+
+std::vector<Config> config_space(const ir::Graph& g, const Segment& s) {
+    std::vector<Config> out;
+    if (s.kind == SegmentKind::elementwise) {
+        for (int vec : {0, 1})
+            for (int block : {0, 128, 512})
+                for (int grid : {0, 1024, 4096, 32768}) out.push_back({block, 0, grid, vec});
+    } else if (s.kind == SegmentKind::rownorm) {
+        const Shape& x = g.value(g.nodes[static_cast<size_t>(s.nodes.front())].inputs[0]).shape;
+        const int64_t len = x.empty() ? 1 : x.back();
+        out.push_back({});
+        for (int block : {32, 64, 128, 256, 512}) {
+            if (static_cast<int64_t>(block) * 8 * 16 < len) continue;  // more than 16 vectors a thread
+            for (int rows : block == 32 ? std::vector<int>{1, 2, 4, 8} : std::vector<int>{0}) out.push_back({block, rows, 0, 0});
+        }
+    }
+    return out;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Segments identified by what they compute and where (same graph): equal when the
+// same nodes form the same kernel with the same outputs and config.
+std::string identity(const Segment& s) {
+    return fmt::format("{}|{}|{}|{}|{}", static_cast<int>(s.kind), fmt::join(s.nodes, ","), fmt::join(s.outputs, ","),
+                       s.position, s.config.str());
+}
+
+class Search {
+public:
+    Search(const ir::Graph& g, Evaluator& ev, const SearchOptions& opt) : g_(g), ev_(ev), opt_(opt), rng_(opt.seed) {}
+
+    SearchResult run() {
+        SearchResult r;
+        r.plan = initial_scheme(g_);
+        r.initial_us = ev_.plan(g_, r.plan).us;
+        if (opt_.stage1) stage1(r);
+        r.stage1_us = opt_.stage1 ? ev_.plan(g_, r.plan).us : r.initial_us;
+        if (opt_.stage2) stage2(r);
+        r.final_us = ev_.plan(g_, r.plan).us;
+        if (r.final_us > r.initial_us) {  // never slower than where it started
+            say(fmt::format("final check: the searched plan ({:.1f} us) is slower than the initial scheme ({:.1f} us): "
+                            "keeping the initial scheme",
+                            r.final_us, r.initial_us));
+            r.kept = false;
+            r.plan = initial_scheme(g_);
+            r.choices = {};
+            r.final_us = r.initial_us;
+        }
+        r.evaluations = evaluations_;
+        return r;
+    }
+
+private:
+    void say(const std::string& s) const {
+        if (opt_.progress) opt_.progress(s);
+    }
+    bool out_of_time() const {
+        return std::chrono::duration<double>(Clock::now() - start_).count() > opt_.budget_s;
+    }
+
+    // The time of segment s with its config, once per signature and config.
+    Timing time_of(const FusionPlan& p, const Segment& s) {
+        const std::string key = segment_signature(g_, s) + "#" + s.config.str();
+        auto it = times_.find(key);
+        if (it != times_.end()) return it->second;
+        ++evaluations_;
+        return times_[key] = ev_.segment(g_, p, s);
+    }
+
+    Timing total(const FusionPlan& p, const std::vector<const Segment*>& segs) {
+        Timing t{0, 0};
+        for (const Segment* s : segs) {
+            const Timing x = time_of(p, *s);
+            t.us += x.us;
+            t.spread += x.spread;
+        }
+        return t;
+    }
+
+    void stage1(SearchResult& r) {
+        const std::vector<Site> sites = find_sites(g_);
+        // Sites grouped by signature, in order of first occurrence; expand moves first.
+        std::vector<std::string> order;
+        std::map<std::string, std::vector<const Site*>> groups;
+        for (int pass = 0; pass < 2; ++pass)
+            for (const Site& s : sites) {
+                if ((pass == 0) != (s.kind == MoveKind::expand)) continue;
+                auto& grp = groups[s.signature];
+                if (grp.empty()) order.push_back(s.signature);
+                grp.push_back(&s);
+            }
+        say(fmt::format("stage 1: {} sites in {} groups", sites.size(), order.size()));
+        size_t done = 0;
+        for (const std::string& sig : order) {
+            ++done;
+            if (out_of_time()) {
+                say(fmt::format("stage 1: budget spent after {} of {} groups", done - 1, order.size()));
+                break;
+            }
+            const std::vector<const Site*>& grp = groups[sig];
+            const Choices cand = with(r.choices, grp);
+            if (cand == r.choices) continue;
+            FusionPlan next = build_scheme(g_, cand);
+            std::set<std::string> before, after;
+            for (const Segment& s : r.plan.segments) before.insert(identity(s));
+            for (const Segment& s : next.segments) after.insert(identity(s));
+            std::vector<const Segment*> gone, made;
+            for (const Segment& s : r.plan.segments)
+                if (!after.count(identity(s))) gone.push_back(&s);
+            for (const Segment& s : next.segments)
+                if (!before.count(identity(s))) made.push_back(&s);
+            if (gone.empty() && made.empty()) continue;  // nothing left for this move to change
+            MoveRecord m;
+            m.kind = grp.front()->kind;
+            m.sites = static_cast<int>(grp.size());
+            m.describe = grp.front()->describe + (grp.size() > 1 ? fmt::format(" (and {} more like it)", grp.size() - 1) : "");
+            // A seize of a residual Add that a norm prologue now computes: a compete.
+            if (m.kind == MoveKind::seize)
+                for (const Segment* s : gone)
+                    if (s->kind == SegmentKind::rownorm && s->nodes.size() > 1)
+                        for (const Segment* t : made)
+                            if (t->kind == SegmentKind::gemm)
+                                for (int n : t->nodes)
+                                    m.compete = m.compete || std::count(s->nodes.begin() + 1, s->nodes.end(), n) > 0;
+            const Timing old_t = total(r.plan, gone), new_t = total(next, made);
+            m.old_us = old_t.us;
+            m.new_us = new_t.us;
+            const double margin = std::max(opt_.min_gain * old_t.us, old_t.spread + new_t.spread);
+            m.taken = new_t.us < old_t.us - margin;
+            say(fmt::format("stage 1 {}/{}: {} {}: {:.2f} -> {:.2f} us, {}", done, order.size(),
+                            m.compete ? "compete" : m.kind == MoveKind::seize ? "seize" : "expand", m.describe, m.old_us,
+                            m.new_us, m.taken ? "taken" : "rolled back"));
+            if (m.taken) {
+                r.choices = cand;
+                r.plan = std::move(next);
+            }
+            r.moves.push_back(std::move(m));
+        }
+    }
+
+    void stage2(SearchResult& r) {
+        // Kernels by signature: where they are and their spaces.
+        struct Kernel {
+            std::string signature;
+            std::vector<size_t> at;  // segment indices
+            std::vector<Config> space;
+            std::vector<char> measured;
+            std::vector<double> history;  // best time after each sample
+            Config best;
+            double best_us = 0, default_us = 0;
+            int samples = 0;
+        };
+        std::vector<Kernel> ks;
+        std::map<std::string, size_t> index;
+        for (size_t i = 0; i < r.plan.segments.size(); ++i) {
+            const Segment& s = r.plan.segments[i];
+            std::vector<Config> space = config_space(g_, s);
+            if (space.size() < 2) continue;
+            const std::string sig = segment_signature(g_, s);
+            auto [it, fresh] = index.try_emplace(sig, ks.size());
+            if (fresh) ks.push_back({sig, {}, std::move(space), {}, {}, {}, 0, 0, 0});
+            ks[it->second].at.push_back(i);
+        }
+        say(fmt::format("stage 2: {} kernels to tune", ks.size()));
+        auto sample = [&](Kernel& k, size_t c) {
+            k.measured[c] = 1;
+            ++k.samples;
+            Segment s = r.plan.segments[k.at.front()];
+            s.config = k.space[c];
+            const double us = time_of(r.plan, s).us;
+            if (us < k.best_us) {
+                k.best_us = us;
+                k.best = k.space[c];
+            }
+            k.history.push_back(k.best_us);
+        };
+        for (Kernel& k : ks) {
+            k.measured.assign(k.space.size(), 0);
+            k.best_us = std::numeric_limits<double>::infinity();
+            sample(k, 0);  // the default config
+            k.default_us = k.best_us;
+            for (int n = 1; n < opt_.stage2_first && !out_of_time(); ++n) {
+                const size_t c = unmeasured(k.measured, k.space, k.best);
+                if (c == k.space.size()) break;
+                sample(k, c);
+            }
+        }
+        int stalled = 0;
+        for (int round = 1; round <= opt_.stage2_max_rounds && stalled < 3 && !out_of_time(); ++round) {
+            // Reward: recent gain per sample and optimistic gain, times occurrences (TVM's gradient rule).
+            std::vector<double> reward(ks.size(), 0);
+            double sum = 0;
+            for (size_t i = 0; i < ks.size(); ++i) {
+                Kernel& k = ks[i];
+                if (std::count(k.measured.begin(), k.measured.end(), 0) == 0) continue;
+                const size_t n = k.history.size(), w = std::min<size_t>(3, n - 1);
+                const double g1 = w ? (k.history[n - 1 - w] - k.best_us) / static_cast<double>(w) : 0;
+                const double g2 = k.best_us / static_cast<double>(k.samples);
+                reward[i] = static_cast<double>(k.at.size()) * (0.2 * g1 + 0.8 * g2);
+                sum += reward[i];
+            }
+            if (sum <= 0) break;
+            double gain = 0;
+            for (size_t i = 0; i < ks.size(); ++i) {
+                Kernel& k = ks[i];
+                const int share = static_cast<int>(std::ceil(opt_.stage2_batch * reward[i] / sum));
+                const double before = k.best_us;
+                for (int n = 0; n < share && !out_of_time(); ++n) {
+                    const size_t c = unmeasured(k.measured, k.space, k.best);
+                    if (c == k.space.size()) break;
+                    sample(k, c);
+                }
+                gain += static_cast<double>(k.at.size()) * (before - k.best_us);
+            }
+            say(fmt::format("stage 2 round {}: {:.2f} us gained", round, gain));
+            stalled = gain > 0 ? 0 : stalled + 1;
+        }
+        for (Kernel& k : ks) {
+            for (size_t i : k.at) r.plan.segments[i].config = k.best;
+            r.kernels.push_back({k.signature, static_cast<int>(k.at.size()), k.samples, k.best, k.default_us, k.best_us});
+        }
+    }
+
+    // An unmeasured config: most often a neighbour of the best (one field changed), else any; space.size() when none.
+    size_t unmeasured(const std::vector<char>& measured, const std::vector<Config>& space, const Config& best) {
+        std::vector<size_t> near, any;
+        for (size_t c = 0; c < space.size(); ++c) {
+            if (measured[c]) continue;
+            any.push_back(c);
+            const Config& x = space[c];
+            const int diff = (x.block != best.block) + (x.rows != best.rows) + (x.grid != best.grid) + (x.vec != best.vec);
+            if (diff == 1) near.push_back(c);
+        }
+        if (any.empty()) return space.size();
+        const std::vector<size_t>& from = !near.empty() && std::uniform_real_distribution<>(0, 1)(rng_) < 0.75 ? near : any;
+        return from[std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng_)];
+    }
+
+    const ir::Graph& g_;
+    Evaluator& ev_;
+    const SearchOptions& opt_;
+    std::mt19937 rng_;
+    std::map<std::string, Timing> times_;
+    int evaluations_ = 0;
+    const Clock::time_point start_ = Clock::now();
+};
+
+}  // namespace
+
+SearchResult search(const ir::Graph& g, Evaluator& ev, const SearchOptions& opt) { return Search(g, ev, opt).run(); }
+
+}  // namespace stof::fusion

@@ -1,0 +1,90 @@
+// The fusion search (STOF's two stages) over a graph's decisions (fusion/choices.hpp)
+// and its kernels' launch parameters, scored by an Evaluator: the live GPU
+// (tune/), the offline cost model (fusion/cost_model.hpp) or, in tests, an oracle.
+//
+// Stage 1, boundaries: from the initial scheme, the sites of identical layers
+// (one signature) are decided together; expand moves first, then seize moves
+// (a seize that takes a residual Add from a norm prologue is a compete). A move
+// is kept when the segments it changes take less time, by more than
+// max(min_gain, the evaluator's noise), than the segments they replace;
+// otherwise it is rolled back.
+// Stage 2, parameters: every elementwise and row-norm kernel (one per signature,
+// weighted by how often it occurs) gets stage2_first samples of its config
+// space; later rounds give stage2_batch samples to the kernels in proportion to
+// their reward (recent gain per sample and best time, times occurrences), each a
+// neighbour of the best config so far or an unmeasured one; the search stops at
+// the budget, when every config is measured, or after 3 rounds without a gain.
+// A final check keeps the result only when the whole plan is not slower than the
+// initial scheme's.
+#pragma once
+
+#include "fusion/choices.hpp"
+#include "fusion/fusion_plan.hpp"
+
+#include <functional>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace stof::fusion {
+
+struct Timing {
+    double us = std::numeric_limits<double>::infinity();  // infinity: cannot run, or a wrong result
+    double spread = 0;                                      // the measurement's noise (µs)
+};
+
+class Evaluator {
+public:
+    virtual ~Evaluator() = default;
+    // Segment s of plan p (of graph g) run alone with s.config.
+    virtual Timing segment(const ir::Graph& g, const FusionPlan& p, const Segment& s) = 0;
+    // The whole plan (by default the sum of its segments).
+    virtual Timing plan(const ir::Graph& g, const FusionPlan& p);
+    // "measured", "cache" or "model": where the times come from.
+    virtual const char* source() const = 0;
+};
+
+struct SearchOptions {
+    bool stage1 = true, stage2 = true;
+    double min_gain = 0.02;  // a stage-1 move must save at least this fraction
+    int stage2_first = 4;    // samples every kernel gets in round 0
+    int stage2_batch = 16;   // samples a later round
+    int stage2_max_rounds = 12;
+    double budget_s = std::numeric_limits<double>::infinity();
+    unsigned seed = 1;
+    std::function<void(const std::string&)> progress;  // one line per step of the search
+};
+
+struct MoveRecord {
+    std::string describe;  // the first site's description (and how many more)
+    MoveKind kind = MoveKind::expand;
+    bool compete = false;
+    int sites = 0;
+    double old_us = 0, new_us = 0;  // the segments the move changes, before and after
+    bool taken = false;
+};
+
+struct SegmentRecord {  // stage 2, per kernel signature
+    std::string signature;
+    int occurrences = 0, samples = 0;
+    Config best;
+    double default_us = 0, best_us = 0;
+};
+
+struct SearchResult {
+    FusionPlan plan;
+    Choices choices;
+    std::vector<MoveRecord> moves;
+    std::vector<SegmentRecord> kernels;
+    double initial_us = 0, stage1_us = 0, final_us = 0;  // whole plan, per the evaluator
+    bool kept = true;  // false: the final check kept the initial scheme
+    int evaluations = 0;
+};
+
+// The configs stage 2 samples for segment s (empty when it has none to tune).
+std::vector<Config> config_space(const ir::Graph& g, const Segment& s);
+
+SearchResult search(const ir::Graph& g, Evaluator& ev, const SearchOptions& opt);
+
+}  // namespace stof::fusion

@@ -1,0 +1,218 @@
+// The fusion search on a deterministic cost oracle in place of the GPU: each move
+// kind taken and rolled back, the reward sampler's allocation, the final check.
+#include "fusion/cost_model.hpp"
+#include "fusion/search.hpp"
+#include "onnx/import.hpp"
+#include "onnx_builder.hpp"
+#include "pipeline.hpp"
+#include "stof/npy.hpp"
+#include "test_util.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+
+using namespace stof;
+using fusion::Segment;
+using fusion::SegmentKind;
+
+namespace {
+
+// Times from a function of the segment: what the GPU would measure.
+class Oracle final : public fusion::Evaluator {
+public:
+    explicit Oracle(std::function<double(const ir::Graph&, const Segment&)> f) : f_(std::move(f)) {}
+    fusion::Timing segment(const ir::Graph& g, const fusion::FusionPlan&, const Segment& s) override {
+        ++calls;
+        return {s.kind == SegmentKind::view ? 0.0 : f_(g, s), 0};
+    }
+    const char* source() const override { return "oracle"; }
+    int calls = 0;
+
+private:
+    std::function<double(const ir::Graph&, const Segment&)> f_;
+};
+
+ir::Graph pipelined(const std::string& bytes) {
+    ir::Graph g = import_onnx_bytes(bytes, "", "sample");
+    run_pipeline(g, {});
+    return g;
+}
+
+bool has_op(const ir::Graph& g, const Segment& s, ir::Op op) {
+    for (int n : s.nodes)
+        if (g.nodes[static_cast<size_t>(n)].op == op) return true;
+    return false;
+}
+
+// x [64, 32] · W [32, 32] + residual r [64, 32], then LayerNorm.
+std::string gemm_residual_norm(std::mt19937_64& rng, bool norm) {
+    test::OnnxBuilder b;
+    b.input("x", onnx::TensorProto::FLOAT, {64, 32});
+    b.input("r", onnx::TensorProto::FLOAT, {64, 32});
+    b.initializer("w", test::random_tensor(DType::f32, {32, 32}, rng));
+    b.initializer("scale", test::random_tensor(DType::f32, {32}, rng));
+    b.node("MatMul", {"x", "w"}, {"h"});
+    b.node("Add", {"h", "r"}, {"s"});
+    if (norm) {
+        b.node("LayerNormalization", {"s", "scale"}, {"y"});
+        b.output("y");
+    } else {
+        b.output("s");
+    }
+    return b.bytes();
+}
+
+const fusion::MoveRecord& only_move(const fusion::SearchResult& r) {
+    REQUIRE(r.moves.size() == 1);
+    return r.moves.front();
+}
+
+}  // namespace
+
+TEST_CASE("search: a seize is taken when the GEMM with the residual is faster, else rolled back", "[cpu][fusion]") {
+    std::mt19937_64 rng = test::make_rng();
+    const ir::Graph g = pipelined(gemm_residual_norm(rng, false));
+    fusion::SearchOptions opt;
+    opt.stage2 = false;
+    for (const bool cheap : {true, false}) {
+        INFO((cheap ? "cheap" : "dear") << " residual epilogue");
+        // A GEMM costs 10; its residual epilogue 1 (cheap) or 8; a separate Add kernel 5.
+        Oracle o([&](const ir::Graph& gr, const Segment& s) {
+            if (s.kind == SegmentKind::gemm) return 10.0 + (s.nodes.size() > 1 ? (cheap ? 1.0 : 8.0) : 0.0);
+            return 5.0;
+        });
+        const fusion::SearchResult r = fusion::search(g, o, opt);
+        const fusion::MoveRecord& m = only_move(r);
+        CHECK(m.kind == fusion::MoveKind::seize);
+        CHECK(!m.compete);
+        CHECK(m.taken == cheap);
+        CHECK(m.old_us == 15.0);
+        CHECK(m.new_us == (cheap ? 11.0 : 18.0));
+        CHECK(r.plan.segments.size() == (cheap ? 1u : 2u));
+        CHECK(r.final_us == (cheap ? 11.0 : 15.0));
+    }
+}
+
+TEST_CASE("search: an expand (norm prologue) and a compete (the GEMM takes the residual from the norm)", "[cpu][fusion]") {
+    std::mt19937_64 rng = test::make_rng();
+    const ir::Graph g = pipelined(gemm_residual_norm(rng, true));
+    fusion::SearchOptions opt;
+    opt.stage2 = false;
+    for (const bool prologue_pays : {true, false})
+        for (const bool gemm_wins : {true, false}) {
+            INFO("prologue pays " << prologue_pays << ", GEMM wins the compete " << gemm_wins);
+            Oracle o([&](const ir::Graph& gr, const Segment& s) {
+                if (s.kind == SegmentKind::gemm) return 10.0 + (s.nodes.size() > 1 ? (gemm_wins ? 0.5 : 6.0) : 0.0);
+                if (s.kind == SegmentKind::rownorm) return 4.0 + (s.nodes.size() > 1 ? (prologue_pays ? 1.0 : 9.0) : 0.0);
+                return 5.0;  // the Add kernel
+            });
+            const fusion::SearchResult r = fusion::search(g, o, opt);
+            // Expand moves come first: the prologue, then its storing variant (a no-op once
+            // the Add is inlined), then the GEMM's seize.
+            std::vector<std::string> kinds;
+            for (const fusion::MoveRecord& m : r.moves)
+                kinds.push_back(m.compete ? "compete" : m.kind == fusion::MoveKind::seize ? "seize" : "expand");
+            REQUIRE(!r.moves.empty());
+            CHECK(r.moves.front().kind == fusion::MoveKind::expand);
+            CHECK(r.moves.front().taken == prologue_pays);
+            const fusion::MoveRecord& last = r.moves.back();
+            CHECK(last.kind == fusion::MoveKind::seize);
+            CHECK(last.compete == prologue_pays);  // the Add is the norm's when the GEMM wants it
+            const bool gemm_has_add = std::any_of(r.plan.segments.begin(), r.plan.segments.end(), [&](const Segment& s) {
+                return s.kind == SegmentKind::gemm && has_op(g, s, ir::Op::Add);
+            });
+            // GEMM + residual costs 10.5 or 16; the alternatives 10 + (5 prologue or 5 + 4 kernel).
+            CHECK(gemm_has_add == gemm_wins);
+            CHECK(last.taken == gemm_wins);
+        }
+}
+
+TEST_CASE("search: stage 2 finds the configs that gain and samples kernels by their weight", "[cpu][fusion]") {
+    // `exps` chains x_i → Exp → Softmax and one z → Neg: the Exp kernels are one kernel
+    // signature occurring `exps` times. Block 512 helps both, a grid of 4096 helps Exp.
+    auto model = [](int exps) {
+        test::OnnxBuilder b;
+        for (int i = 0; i < exps; ++i) {
+            const std::string k = std::to_string(i);
+            b.input("x" + k, onnx::TensorProto::FLOAT, {256, 64});
+            b.node("Exp", {"x" + k}, {"e" + k});
+            b.node("Softmax", {"e" + k}, {"p" + k});
+            b.output("p" + k);
+        }
+        b.input("z", onnx::TensorProto::FLOAT, {256, 64});
+        b.node("Neg", {"z"}, {"n"});
+        b.output("n");
+        return pipelined(b.bytes());
+    };
+    Oracle o([&](const ir::Graph& gr, const Segment& s) {
+        if (s.kind != SegmentKind::elementwise) return 3.0;
+        const double t = s.config.block == 512 ? 8.0 : 10.0;
+        return has_op(gr, s, ir::Op::Exp) && s.config.grid == 4096 ? t - 3.0 : t;
+    });
+    fusion::SearchOptions opt;
+    opt.stage1 = false;
+    opt.stage2_first = 2;
+    opt.stage2_batch = 8;
+    auto kernel = [](const fusion::SearchResult& r, const char* op) {
+        for (const fusion::SegmentRecord& k : r.kernels)
+            if (k.signature.rfind(std::string("elementwise ") + op, 0) == 0) return k;
+        FAIL("no " << op << " kernel");
+        throw;
+    };
+    const ir::Graph one = model(1);
+    const fusion::SearchResult r = fusion::search(one, o, opt);
+    const fusion::SegmentRecord exp = kernel(r, "Exp"), neg = kernel(r, "Neg");
+    CHECK(exp.best_us == 5.0);
+    CHECK((exp.best.block == 512 && exp.best.grid == 4096));
+    CHECK(neg.best_us == 8.0);
+    CHECK(exp.default_us == 10.0);
+    const size_t space = fusion::config_space(one, r.plan.segments.front()).size();
+    CHECK(static_cast<size_t>(exp.samples) <= space);
+    for (const Segment& s : r.plan.segments)
+        if (has_op(one, s, ir::Op::Exp)) CHECK(s.config == exp.best);
+    // Four Exp kernels of one signature: tuned once, sampled at least as much as the Neg kernel.
+    const fusion::SearchResult four = fusion::search(model(4), o, opt);
+    CHECK(kernel(four, "Exp").occurrences == 4);
+    CHECK(kernel(four, "Exp").samples >= kernel(four, "Neg").samples);
+}
+
+TEST_CASE("search: the final check keeps the initial scheme when the whole plan is slower", "[cpu][fusion]") {
+    std::mt19937_64 rng = test::make_rng();
+    const ir::Graph g = pipelined(gemm_residual_norm(rng, false));
+    // Segments alone say the fused GEMM wins; the whole plan, measured together, says it loses.
+    class Misleading final : public fusion::Evaluator {
+    public:
+        fusion::Timing segment(const ir::Graph&, const fusion::FusionPlan&, const Segment& s) override {
+            return {s.kind == SegmentKind::gemm ? (s.nodes.size() > 1 ? 11.0 : 10.0) : 5.0, 0};
+        }
+        fusion::Timing plan(const ir::Graph&, const fusion::FusionPlan& p) override { return {p.segments.size() == 1 ? 30.0 : 15.0, 0}; }
+        const char* source() const override { return "oracle"; }
+    } ev;
+    const fusion::SearchResult r = fusion::search(g, ev, {});
+    CHECK(only_move(r).taken);
+    CHECK(!r.kept);
+    CHECK(r.plan.segments.size() == 2);
+    CHECK(r.final_us == r.initial_us);
+}
+
+TEST_CASE("search: with the offline cost model every zoo model reaches the fused scheme's steps", "[cpu][fusion]") {
+    for (const char* name : {"bert-dynamo", "gpt2-dynamo", "llama-dynamo", "t5-dynamo", "vit-dynamo"}) {
+        INFO(name);
+        const std::string dir = test::source_dir() + "/models/" + name;
+        ir::Graph g = import_onnx_file(dir + "/model.onnx");
+        PipelineOptions opt;
+        for (const auto& f : std::filesystem::directory_iterator(dir + "/inputs"))
+            opt.pass.input_shapes[f.path().stem().string()] = read_npy(f.path().string()).shape;
+        opt.pass.plan_precision = Precision::fp16;
+        run_pipeline(g, opt);
+        fusion::CostModel model(Precision::fp16);
+        const fusion::SearchResult r = fusion::search(g, model, {});
+        auto steps = [](const fusion::FusionPlan& p) {
+            return std::count_if(p.segments.begin(), p.segments.end(), [](const Segment& s) { return s.kind != SegmentKind::view; });
+        };
+        CHECK(steps(r.plan) == steps(fusion::fused_scheme(g)));
+        CHECK(r.final_us < r.initial_us);
+        CHECK(r.kept);
+    }
+}
