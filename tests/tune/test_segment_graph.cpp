@@ -1,0 +1,43 @@
+// Every segment of the zoo's fused plans compiles alone into a plan of exactly one
+// step (its inputs and outputs already in the plan's storage types: no conversions).
+#include "codegen/lower.hpp"
+#include "fusion/search.hpp"
+#include "onnx/import.hpp"
+#include "pipeline.hpp"
+#include "stof/npy.hpp"
+#include "test_util.hpp"
+#include "tune/segment_graph.hpp"
+
+#include <filesystem>
+
+using namespace stof;
+
+TEST_CASE("segment graphs: each segment of a zoo plan alone is a one-step plan", "[cpu][tune]") {
+    for (const char* name : {"bert-torchscript", "llama-dynamo", "t5-torchscript"}) {
+        for (const Precision prec : {Precision::fp16, Precision::fp32}) {
+            INFO(name << " " << precision_name(prec));
+            const std::string dir = test::source_dir() + "/models/" + name;
+            ir::Graph g = import_onnx_file(dir + "/model.onnx");
+            PipelineOptions opt;
+            for (const auto& f : std::filesystem::directory_iterator(dir + "/inputs"))
+                opt.pass.input_shapes[f.path().stem().string()] = read_npy(f.path().string()).shape;
+            opt.pass.plan_precision = prec;
+            run_pipeline(g, opt);
+            const fusion::FusionPlan p = fusion::fused_scheme(g);
+            codegen::LowerOptions lo;
+            lo.precision = prec;
+            lo.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
+            int compiled = 0;
+            for (const fusion::Segment& s : p.segments) {
+                if (s.kind == fusion::SegmentKind::view || s.kind == fusion::SegmentKind::attention) continue;
+                const tune::SegmentGraph sg = tune::segment_graph(g, p, s, prec);
+                const plan::Plan plan = codegen::lower(sg.graph, sg.plan, lo);
+                INFO(fusion::to_text(sg.graph, sg.plan));
+                CHECK(plan.steps.size() == 1);
+                CHECK(plan.outputs.size() == s.outputs.size());
+                ++compiled;
+            }
+            CHECK(compiled >= 10);
+        }
+    }
+}
