@@ -13,8 +13,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <map>
-
 namespace stof::codegen {
 
 void emit_attention(LowerState& st, const ir::Node& n) {
@@ -27,20 +25,14 @@ void emit_attention(LowerState& st, const ir::Node& n) {
     // The kernels take fp16 or bf16 operands: an fp32 plan's attention reads fp16
     // copies of its operands (fp32 accumulation) and writes through an fp16 temporary.
     const DType dt = st.precision == Precision::fp32 ? DType::f16 : float_dtype(st.precision);
-    std::map<int32_t, int32_t> converted;  // tensor → its copy in dt (q, k, v of one projection: converted once)
     // The tensor as it is (all its heads), from its first used head on; in another
     // dtype, an input converted now, the output written to a temporary converted after.
     auto operand = [&](ir::ValueId v, char l, int64_t head_offset, bool output = false) {
         int32_t t = st.tensor(v);
         if (st.plan.tensors[static_cast<size_t>(t)].dtype != dt) {
             const plan::TensorDesc d = st.plan.tensors[static_cast<size_t>(t)];  // a copy: add_tensor may reallocate
-            if (output) {
-                t = st.add_tensor(d.name + "_" + dtype_name(dt), dt, d.shape, plan::TensorRole::intermediate);
-            } else {
-                auto [it, fresh] = converted.try_emplace(t, -1);
-                if (fresh) it->second = emit_convert(st, t, dt);
-                t = it->second;
-            }
+            t = output ? st.add_tensor(d.name + "_" + dtype_name(dt), dt, d.shape, plan::TensorRole::intermediate)
+                       : emit_convert(st, t, dt);  // q, k, v of one projection: converted once
         }
         const ir::AttentionStrides s = ir::attention_strides(ir::attention_dims(g.value(v).shape, l), l);
         plan::AttentionOperand o;

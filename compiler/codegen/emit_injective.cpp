@@ -138,10 +138,13 @@ int32_t emit_copy_kernel(LowerState& st, int32_t tensor, DType to, const Shape& 
 }  // namespace
 
 int32_t emit_convert(LowerState& st, int32_t tensor, DType to) {
+    const auto [it, fresh] = st.conversions.try_emplace({tensor, to}, -1);
+    if (!fresh) return it->second;
     const plan::TensorDesc src = st.plan.tensors[static_cast<size_t>(tensor)];  // a copy: add_tensor may reallocate
-    return emit_copy_kernel(st, tensor, to, src.shape, "i", dtype_name(to),
-                            fmt::format("convert_{}_{}_n{}", dtype_name(src.dtype), dtype_name(to), numel(src.shape)),
-                            "elementwise");
+    it->second = emit_copy_kernel(st, tensor, to, src.shape, "i", dtype_name(to),
+                                  fmt::format("convert_{}_{}_n{}", dtype_name(src.dtype), dtype_name(to), numel(src.shape)),
+                                  "elementwise");
+    return it->second;
 }
 
 void emit_convert_into(LowerState& st, int32_t tensor, int32_t dst) {

@@ -33,8 +33,9 @@ void emit_attention(LowerState& st, const ir::Node& n);
 // Conv, ConvTranspose, Resize, CumSum and ScatterND as direct kernels. (emit_direct.cpp)
 void emit_direct(LowerState& st, const ir::Node& n);
 
-// A new arena tensor holding `tensor` converted to `to`, written by a kernel
-// appended now. (emit_injective.cpp)
+// An arena tensor holding `tensor` converted to `to`: written by a kernel
+// appended at the first request, the same tensor for every later one (plan
+// tensors are written once, before their first reader). (emit_injective.cpp)
 int32_t emit_convert(LowerState& st, int32_t tensor, DType to);
 // Appends a kernel writing `tensor` converted into the existing tensor `dst` (same shape).
 void emit_convert_into(LowerState& st, int32_t tensor, int32_t dst);

@@ -17,6 +17,7 @@ LowerState::LowerState(const ir::Graph& graph, plan::Plan& p, std::string target
 int32_t LowerState::add_tensor(const std::string& name, DType dtype, const Shape& shape, plan::TensorRole role) {
     plan::TensorDesc t;
     t.name = name;
+    for (int i = 2; !names.insert(t.name).second; ++i) t.name = fmt::format("{}_{}", name, i);
     t.dtype = dtype;
     t.shape = shape;
     t.role = role;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <tuple>
 #include <string>
 #include <vector>
@@ -31,10 +32,13 @@ struct LowerState {
     // (constant keep value or kNoValue, Sq, Sk) → its plan mask and attention kernel (0 block-wise, 1 row-wise)
     std::map<std::tuple<ir::ValueId, int64_t, int64_t>, std::pair<int32_t, int32_t>> static_masks;
     std::multimap<uint32_t, int32_t> weights_by_checksum;  // weight bytes' checksum → weight tensors
+    std::map<std::pair<int32_t, DType>, int32_t> conversions;  // (tensor, dtype) → its converted copy (emit_convert)
+    std::set<std::string> names;      // names of the plan's tensors
 
     LowerState(const ir::Graph& graph, plan::Plan& p, std::string target_arch, Precision plan_precision);
 
-    // A new plan tensor (arena by default).
+    // A new plan tensor (arena by default). A name already taken gets a
+    // suffix ("x_f16_2"): plan tensor names are unique.
     int32_t add_tensor(const std::string& name, DType dtype, const Shape& shape, plan::TensorRole role);
     // A constant in the weights buffer; a weight with the same dtype, shape and
     // bytes as an earlier one is that one (T5's position bias read by every layer).

@@ -589,6 +589,16 @@ def chains(d):
                {"q": d.f(2, 2, 4, 8), "k": d.f(2, 2, 6, 8), "v": d.f(2, 2, 6, 8),
                 "bias": d.f(1, 1, 1, 6), "mask": mask}, ["y"],
                {"scale": f32(1 / np.sqrt(8)), "neg": f32(-1e9)}, tol="red")
+    # One float input read by two MatMuls (cross-attention K/V projections: merged into one
+    # GEMM; with a batched second weight: two GEMMs), and twice by self-attention.
+    for tag, w2 in (("", d.f(32, 32, scale=0.2)), ("_batched", d.f(2, 32, 32, scale=0.2))):
+        yield Case(f"Chain_shared_input_two_matmuls{tag}_op13", "Chain", 13,
+                   [N("MatMul", ["x", "w1"], ["k"]), N("MatMul", ["x", "w2"], ["v"]), N("Add", ["k", "v"], ["y"])],
+                   {"x": d.f(2, 64, 32)}, ["y"], {"w1": d.f(32, 32, scale=0.2), "w2": w2}, tol="red")
+    yield Case("Chain_shared_input_self_attention_op13", "Chain", 13,
+               [N("Transpose", ["x"], ["xt"], perm=[0, 2, 1]), N("MatMul", ["x", "xt"], ["s"]),
+                N("Softmax", ["s"], ["p"], axis=-1), N("MatMul", ["p", "x"], ["y"])],
+               {"x": d.f(2, 64, 32, scale=0.2)}, ["y"], tol="red")
     yield Case("Chain_shape_reshape_op13", "Chain", 13,
                [N("Shape", ["x"], ["s"]), N("Gather", ["s", "i0"], ["b"], axis=0),
                 N("Unsqueeze", ["b", "ax0"], ["bu"]), N("Concat", ["bu", "m1"], ["ns"], axis=0),
