@@ -6,9 +6,53 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace stof {
+
+namespace {
+
+const char* template_of(fusion::SegmentKind k) {
+    switch (k) {
+        case fusion::SegmentKind::elementwise: return "elementwise";
+        case fusion::SegmentKind::view: return "view";
+        case fusion::SegmentKind::row: return "rows";
+        case fusion::SegmentKind::rownorm: return "rownorm";
+        case fusion::SegmentKind::gemm: return "cublasLt";
+        case fusion::SegmentKind::loop: return "loop";
+        case fusion::SegmentKind::attention: return "sparse_attention";
+    }
+    return "";
+}
+
+// The plan's record of the fusion plan: per segment its template, config, where its
+// time came from ("rule" when the search never timed it) and the moves that formed it.
+std::vector<plan::SegmentInfo> segment_infos(const ir::Graph& g, const fusion::SearchResult& r, const fusion::Evaluator& ev) {
+    std::vector<plan::SegmentInfo> out;
+    for (const fusion::Segment& s : r.plan.segments) {
+        plan::SegmentInfo info;
+        info.kind = fusion::segment_kind_name(s.kind);
+        info.templ = template_of(s.kind);
+        info.config = s.config.str();
+        const std::string sig = fusion::segment_signature(g, s);
+        auto t = r.times.find(sig + "#" + s.config.str());
+        info.source = "rule";
+        if (t != r.times.end() && std::isfinite(t->second.us)) {
+            info.source = ev.source_of(g, s);
+            info.time_us = static_cast<float>(t->second.us);
+            if (info.source.empty()) info.source = "rule";
+        }
+        for (const fusion::MoveRecord& m : r.moves)
+            if (m.taken && std::count(m.made.begin(), m.made.end(), sig))
+                info.moves += (info.moves.empty() ? "" : "; ") + m.describe;
+        for (int n : s.nodes) info.nodes += (info.nodes.empty() ? "" : ",") + g.nodes[static_cast<size_t>(n)].name;
+        out.push_back(std::move(info));
+    }
+    return out;
+}
+
+}  // namespace
 
 plan::Plan compile_model(ir::Graph& g, CompileOptions opt) {
     opt.pipeline.pass.plan_precision = opt.lower.precision;
@@ -17,15 +61,17 @@ plan::Plan compile_model(ir::Graph& g, CompileOptions opt) {
     run_pipeline(g, opt.pipeline);
     spdlog::info("after the passes: {} nodes: {}", g.nodes.size(), ir::op_histogram(g));
     fusion::CostModel model(opt.lower.precision);
+    fusion::Evaluator& ev = opt.evaluator ? *opt.evaluator : model;
     if (!opt.search.progress) opt.search.progress = [](const std::string& line) { spdlog::debug("fusion {}", line); };
-    const fusion::SearchResult found = fusion::search(g, model, opt.search);
+    const fusion::SearchResult found = fusion::search(g, ev, opt.search);
     const fusion::FusionPlan& fp = found.plan;
-    spdlog::info("fusion: {} of {} moves taken, {} kernels tuned ({} estimates), {:.1f} -> {:.1f} us estimated",
+    spdlog::info("fusion: {} of {} moves taken, {} kernels tuned ({}), {:.1f} -> {:.1f} us",
                  std::count_if(found.moves.begin(), found.moves.end(), [](const fusion::MoveRecord& m) { return m.taken; }),
-                 found.moves.size(), found.kernels.size(), model.source(), found.initial_us, found.final_us);
+                 found.moves.size(), found.kernels.size(), ev.source(), found.initial_us, found.final_us);
     if (opt.pipeline.dump_after == "all" || opt.pipeline.dump_after == kPartitionStage)
         std::fprintf(stdout, "%s\n", fusion::to_text(g, fp).c_str());
     plan::Plan p = codegen::lower(g, fp, opt.lower);
+    p.segments = segment_infos(g, found, ev);
     for (const std::string& n : notes) p.meta.notes += (p.meta.notes.empty() ? "" : "\n") + n;
     return p;
 }

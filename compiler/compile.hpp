@@ -14,10 +14,11 @@ struct CompileOptions {
     PipelineOptions pipeline;   // pipeline.pass.plan_precision is set from lower.precision
     fusion::SearchOptions search;
     codegen::LowerOptions lower;
+    fusion::Evaluator* evaluator = nullptr;  // what times the search's candidates (null: the offline cost model)
 };
 
-// Runs the pipeline on g (in place), searches the fusion plan with the offline cost
-// model (printed when --dump-after names "partition" or "all") and lowers it.
+// Runs the pipeline on g (in place), searches the fusion plan with opt.evaluator
+// (printed when --dump-after names "partition" or "all") and lowers it.
 plan::Plan compile_model(ir::Graph& g, CompileOptions opt);
 
 }  // namespace stof

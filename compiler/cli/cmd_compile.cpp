@@ -7,6 +7,8 @@
 #include "onnx/import.hpp"
 #include "plan/plan_writer.hpp"
 #include "stof/error.hpp"
+#include "tune/gpu_evaluator.hpp"
+#include "tune/progress.hpp"
 
 #include <cuda_runtime.h>
 #include <spdlog/spdlog.h>
@@ -20,7 +22,8 @@ namespace stof::cli {
 namespace {
 
 struct CompileArgs {
-    std::string model, output, precision = "fp32", arch, cache_dir, dump_after, attention_kernel = "auto";
+    std::string model, output, precision = "fp32", arch, cache_dir, dump_after, attention_kernel = "auto", tune;
+    double tune_budget = 0;
     std::vector<std::string> shapes;
     std::vector<std::string> masks;
     bool offline = false;
@@ -46,19 +49,29 @@ std::string device_arch(std::string* why) {
 void run_compile(const CompileArgs& a) {
     const auto t0 = std::chrono::steady_clock::now();
     std::string arch = a.arch;
+    // Tuning measures on the GPU present, so it needs one and plans for it.
+    std::string no_tuning;
     if (!a.offline) {
         std::string why;
         const std::string dev = device_arch(&why);
         if (dev.empty()) {
             if (arch.empty()) arch = "sm_90";
             spdlog::warn("no GPU available ({}): compiling offline for {}", why, arch);
+            no_tuning = "there is no GPU (" + why + ")";
         } else {
-            if (!arch.empty() && arch != dev) spdlog::warn("--arch {} differs from the GPU's {}; compiling for {}", arch, dev, arch);
+            if (!arch.empty() && arch != dev) {
+                spdlog::warn("--arch {} differs from the GPU's {}; compiling for {}", arch, dev, arch);
+                no_tuning = fmt::format("--arch {} is not the GPU's {}", arch, dev);
+            }
             if (arch.empty()) arch = dev;
         }
-    } else if (arch.empty()) {
-        arch = "sm_90";
+    } else {
+        if (arch.empty()) arch = "sm_90";
+        no_tuning = "--offline";
     }
+    const std::string tune = a.tune.empty() ? (no_tuning.empty() ? "fast" : "off") : a.tune;
+    STOF_CHECK(tune == "off" || no_tuning.empty(), "--tune {} needs the GPU the plan is for, but {}", tune, no_tuning);
+    STOF_CHECK(a.tune_budget >= 0, "--tune-budget must be a positive number of seconds");
 
     ir::Graph g = import_onnx_file(a.model);
     spdlog::info("imported {}: {} nodes, opset {}", a.model, g.nodes.size(), g.opset);
@@ -72,7 +85,33 @@ void run_compile(const CompileArgs& a) {
     opt.lower.jobs = a.jobs;
     opt.lower.attention_kernel = codegen::parse_attention_kernel_choice(a.attention_kernel);
     opt.lower.model = std::filesystem::path(a.model).filename().string();
+    std::unique_ptr<tune::GpuEvaluator> gpu;
+    std::unique_ptr<tune::ProgressLine> progress;
+    if (tune != "off") {
+        const bool full = tune == "full";
+        opt.search.budget_s = a.tune_budget > 0 ? a.tune_budget : full ? 600 : 60;
+        opt.search.stage2_first = full ? 8 : 4;
+        opt.search.stage2_batch = full ? 32 : 12;
+        opt.search.stage2_max_rounds = full ? 12 : 3;
+        tune::GpuEvaluatorOptions eo;
+        eo.lower = opt.lower;
+        eo.cache_dir = a.cache_dir.empty() ? codegen::default_cache_dir() : a.cache_dir;
+        gpu = std::make_unique<tune::GpuEvaluator>(std::move(eo));
+        progress = std::make_unique<tune::ProgressLine>(stderr, opt.search.budget_s);
+        opt.search.on_progress = [&](const fusion::SearchProgress& sp) { (*progress)(sp); };
+        opt.evaluator = gpu.get();
+        spdlog::info("tuning ({}) on {}, budget {:.0f} s", tune, gpu->identity().gpu, opt.search.budget_s);
+    } else if (a.tune.empty() && !a.offline) {
+        spdlog::info("fusion decided by the cost model: {}", no_tuning);
+    }
     const plan::Plan p = compile_model(g, opt);
+    if (gpu) {
+        progress->finish();
+        gpu->save_cache();
+        const tune::EvaluatorStats& st = gpu->stats();
+        spdlog::info("tuning: {} measured, {} from the tuning cache, {} rejected (wrong output), {} failed", st.measured,
+                     st.from_cache, st.rejected, st.failed);
+    }
     // Default: <model stem>.plan in the current directory.
     const std::string output =
         a.output.empty() ? std::filesystem::path(a.model).stem().string() + ".plan" : a.output;
@@ -109,6 +148,11 @@ void add_compile_command(CLI::App& app) {
     cmd->add_option("--cache-dir", args->cache_dir,
                     "Kernel cache and generated sources (default: $STOF_CACHE_DIR or ~/.cache/stofc)");
     cmd->add_option("-j,--jobs", args->jobs, "Parallel NVRTC compilations (default: all cores)");
+    cmd->add_option("--tune", args->tune,
+                    "Fusion search and kernel parameters: measured on the GPU (fast, full) or from the cost model (off) "
+                    "(default: fast with a GPU, off with --offline or none)")
+        ->check(CLI::IsMember({"off", "fast", "full"}));
+    cmd->add_option("--tune-budget", args->tune_budget, "Seconds the measured search may take (default: fast 60, full 600)");
     cmd->add_option("--dump-after", args->dump_after,
                     "Print the IR after pass NAME, the fusion plan with 'partition', or everything with 'all'");
     cmd->callback([args] { run_compile(*args); });

@@ -155,6 +155,14 @@ nlohmann::json to_json(const plan::Plan& p) {
     for (const plan::Step& s : p.steps)
         steps.push_back({{"kind", plan::step_label(s)}, {"kernel", plan::step_kernel_name(p, s)}, {"nodes", s.nodes}, {"detail", step_detail(p, s)}});
     j["steps"] = steps;
+    json segments = json::array();
+    for (const plan::SegmentInfo& s : p.segments) {
+        json e = {{"kind", s.kind}, {"template", s.templ}, {"config", s.config}, {"source", s.source}, {"nodes", s.nodes}};
+        e["time_us"] = s.time_us >= 0 ? json(s.time_us) : json(nullptr);
+        e["moves"] = s.moves;
+        segments.push_back(e);
+    }
+    j["segments"] = segments;
     return j;
 }
 
@@ -191,6 +199,12 @@ void print_text(const std::string& path, const plan::Plan& p) {
         for (plan::ParamKind pk : k.params) params += (params.empty() ? "" : ",") + std::string(param_name(pk));
         fmt::print("  {:>4}  {}  entry {}  arch {}  cubin {}  ptx {}  params ({})\n", i, k.key, k.entry,
                    k.arch.empty() ? "-" : k.arch, human_bytes(k.cubin.size()), human_bytes(k.ptx.size()), params);
+    }
+    fmt::print("segments: {}\n", p.segments.size());
+    for (size_t i = 0; i < p.segments.size(); ++i) {
+        const plan::SegmentInfo& s = p.segments[i];
+        fmt::print("  {:>4}  {:<12} {:<16} {:<22} {:<8} {:>10}  [{}]{}\n", i, s.kind, s.templ, s.config, s.source,
+                   s.time_us >= 0 ? fmt::format("{:.2f} us", s.time_us) : "-", s.nodes, s.moves.empty() ? "" : "\n        by " + s.moves);
     }
     fmt::print("steps: {}\n", p.steps.size());
     for (size_t i = 0; i < p.steps.size(); ++i) {

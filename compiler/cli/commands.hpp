@@ -10,5 +10,6 @@ void add_eval_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_ir_command(CLI::App& app);
 void add_mask_command(CLI::App& app);
+void add_tune_worker_command(CLI::App& app);
 
 }  // namespace stof::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
     stof::cli::add_inspect_command(app);
     stof::cli::add_ir_command(app);
     stof::cli::add_mask_command(app);
+    stof::cli::add_tune_worker_command(app);
     app.parse_complete_callback([&] { stof::init_logging(verbosity); });
     try {
         app.parse(argc, argv);

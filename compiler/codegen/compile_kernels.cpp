@@ -46,6 +46,7 @@ void compile_kernels(LowerState& st, const LowerOptions& opt) {
     const std::string cache = opt.cache_dir.empty() ? default_cache_dir() : opt.cache_dir;
     const size_t total = st.plan.kernels.size();
     const unsigned threads = opt.jobs > 0 ? static_cast<unsigned>(opt.jobs) : std::max(1u, std::thread::hardware_concurrency());
+    const auto level = opt.quiet ? spdlog::level::debug : spdlog::level::info;
     std::atomic<size_t> next{0}, done{0}, cached{0};
     std::vector<std::string> errors(total);
     auto worker = [&] {
@@ -60,14 +61,14 @@ void compile_kernels(LowerState& st, const LowerOptions& opt) {
                 errors[k] = e.what();
             }
             const size_t d = ++done;
-            if (d % 16 == 0 || d == total) spdlog::info("  NVRTC {}/{} kernels", d, total);
+            if (d % 16 == 0 || d == total) spdlog::log(level, "  NVRTC {}/{} kernels", d, total);
         }
     };
     std::vector<std::thread> pool;
     for (unsigned t = 0; t < std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(total, 1))); ++t) pool.emplace_back(worker);
     for (std::thread& t : pool) t.join();
     for (const std::string& e : errors) STOF_CHECK(e.empty(), "{}", e);
-    spdlog::info("kernels: {} compiled for {}, {} from the cache ({})", total - cached, opt.arch, cached.load(), cache);
+    spdlog::log(level, "kernels: {} compiled for {}, {} from the cache ({})", total - cached, opt.arch, cached.load(), cache);
 }
 
 }  // namespace stof::codegen

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 
 namespace stof::codegen {
@@ -36,8 +37,15 @@ const char* attention_kernel_choice_name(AttentionKernelChoice c) {
 
 namespace {
 
+// Now, or $SOURCE_DATE_EPOCH when set (reproducible builds: the same inputs give the same plan bytes).
 std::string utc_now() {
-    const std::time_t t = std::time(nullptr);
+    std::time_t t = std::time(nullptr);
+    if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH")) {
+        char* end = nullptr;
+        const long long v = std::strtoll(epoch, &end, 10);
+        STOF_CHECK(end != epoch && *end == 0 && v >= 0, "SOURCE_DATE_EPOCH='{}' is not a number of seconds", epoch);
+        t = static_cast<std::time_t>(v);
+    }
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
     return buf;
@@ -156,11 +164,12 @@ plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOp
     }
 
     plan_memory(p, st.alias_of);
-    spdlog::info("plan: {} steps, {} tensors, arena {:.1f} MB, weights {:.1f} MB", p.steps.size(), p.tensors.size(),
+    const auto level = opt.quiet ? spdlog::level::debug : spdlog::level::info;
+    spdlog::log(level, "plan: {} steps, {} tensors, arena {:.1f} MB, weights {:.1f} MB", p.steps.size(), p.tensors.size(),
                  static_cast<double>(p.arena_bytes) / 1e6, static_cast<double>(p.weights.size()) / 1e6);
     const auto t0 = std::chrono::steady_clock::now();
     compile_kernels(st, opt);
-    spdlog::info("NVRTC: {:.1f} s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    spdlog::log(level, "NVRTC: {:.1f} s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     return p;
 }
 

@@ -26,6 +26,7 @@ struct LowerOptions {
     int jobs = 0;                           // parallel NVRTC compilations (0: hardware threads)
     std::string model;                      // recorded in the plan's meta
     AttentionKernelChoice attention_kernel = AttentionKernelChoice::selector;
+    bool quiet = false;                     // progress and summaries at debug level (tuning candidates)
 };
 
 plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOptions& opt);

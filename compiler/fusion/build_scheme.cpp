@@ -153,7 +153,7 @@ void merge_siblings(const ir::Graph& g, std::vector<Segment>& segs, const Take& 
 namespace {
 
 // The plan for choices c; merge_any merges every eligible sibling kernel (site finding).
-FusionPlan build(const ir::Graph& g, const Choices& c, bool merge_any) {
+FusionPlan build(const ir::Graph& g, const Choices& c, bool merge_any, bool unfused = false) {
     const std::vector<std::vector<int>> cons = consumers_of(g);
     std::vector<char> is_output(g.values.size(), 0);
     for (ir::ValueId o : g.outputs) is_output[static_cast<size_t>(o)] = 1;
@@ -167,7 +167,7 @@ FusionPlan build(const ir::Graph& g, const Choices& c, bool merge_any) {
     std::vector<int> folded_into(g.nodes.size(), -1);
     std::vector<std::vector<int>> epilogue(g.nodes.size());
     for (size_t i = 0; i < g.nodes.size(); ++i) {
-        if (lowering_of(g.nodes[i]) != Lowering::gemm) continue;
+        if (unfused || lowering_of(g.nodes[i]) != Lowering::gemm) continue;
         epilogue[i] = gemm_epilogue(g, g.nodes[i], static_cast<int>(i), cons, is_output, producer,
                                     c.residual_in_gemm.count(static_cast<int>(i)) > 0);
         for (int e : epilogue[i]) folded_into[static_cast<size_t>(e)] = static_cast<int>(i);
@@ -211,7 +211,7 @@ FusionPlan build(const ir::Graph& g, const Choices& c, bool merge_any) {
                 r.insert(xr.begin(), xr.end());
             }
             const bool one_reader = std::all_of(rd.begin(), rd.end(), [&](int x) { return x == rd[0]; });
-            inline_it = inline_it && (one_reader || (r.size() == 1 && c.multi_inline.count(v)));
+            inline_it = inline_it && !unfused && (one_reader || (r.size() == 1 && c.multi_inline.count(v)));
             p.inlined[vi] = inline_it;
             value_roots[vi] = inline_it ? r : Roots{static_cast<int64_t>(v)};
         }
@@ -305,6 +305,8 @@ std::string nodes_sig(const ir::Graph& g, const std::vector<int>& ns) {
 FusionPlan build_scheme(const ir::Graph& g, const Choices& c) { return build(g, c, false); }
 
 FusionPlan initial_scheme(const ir::Graph& g) { return build_scheme(g, Choices{}); }
+
+FusionPlan unfused_scheme(const ir::Graph& g) { return build(g, Choices{}, false, true); }
 
 FusionPlan fused_scheme(const ir::Graph& g) {
     std::vector<const Site*> all;

@@ -72,6 +72,9 @@ FusionPlan build_scheme(const ir::Graph& g, const Choices& c);
 FusionPlan initial_scheme(const ir::Graph& g);
 // Every decision taken (fusion/choices.hpp find_sites).
 FusionPlan fused_scheme(const ir::Graph& g);
+// Nothing fused: every node a step of its own (GEMMs without epilogues), every value
+// stored; the reference a fused candidate is checked against.
+FusionPlan unfused_scheme(const ir::Graph& g);
 
 const char* segment_kind_name(SegmentKind k);
 // What a segment computes, independent of names and of where it is: its kind, its

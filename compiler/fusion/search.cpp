@@ -49,6 +49,12 @@ std::string identity(const Segment& s) {
                        s.position, s.config.str());
 }
 
+std::vector<Segment> copies(const std::vector<const Segment*>& ss) {
+    std::vector<Segment> out;
+    for (const Segment* s : ss) out.push_back(*s);
+    return out;
+}
+
 class Search {
 public:
     Search(const ir::Graph& g, Evaluator& ev, const SearchOptions& opt) : g_(g), ev_(ev), opt_(opt), rng_(opt.seed) {}
@@ -60,7 +66,9 @@ public:
         if (opt_.stage1) stage1(r);
         r.stage1_us = opt_.stage1 ? ev_.plan(g_, r.plan).us : r.initial_us;
         if (opt_.stage2) stage2(r);
+        report("final check", 0, 1, r.initial_us - r.stage1_us);
         r.final_us = ev_.plan(g_, r.plan).us;
+        report("final check", 1, 1, r.initial_us - std::min(r.initial_us, r.final_us));
         if (r.final_us > r.initial_us) {  // never slower than where it started
             say(fmt::format("final check: the searched plan ({:.1f} us) is slower than the initial scheme ({:.1f} us): "
                             "keeping the initial scheme",
@@ -71,12 +79,18 @@ public:
             r.final_us = r.initial_us;
         }
         r.evaluations = evaluations_;
+        r.times = times_;
         return r;
     }
 
 private:
     void say(const std::string& s) const {
         if (opt_.progress) opt_.progress(s);
+    }
+    void report(const char* stage, int index, int count, double gain_us) const {
+        if (!opt_.on_progress) return;
+        opt_.on_progress({stage, index, count, evaluations_, gain_us,
+                          std::chrono::duration<double>(Clock::now() - start_).count()});
     }
     bool out_of_time() const {
         return std::chrono::duration<double>(Clock::now() - start_).count() > opt_.budget_s;
@@ -146,7 +160,9 @@ private:
                             if (t->kind == SegmentKind::gemm)
                                 for (int n : t->nodes)
                                     m.compete = m.compete || std::count(s->nodes.begin() + 1, s->nodes.end(), n) > 0;
+            ev_.prefetch(g_, next, copies(made));
             const Timing old_t = total(r.plan, gone), new_t = total(next, made);
+            for (const Segment* t : made) m.made.push_back(segment_signature(g_, *t));
             m.old_us = old_t.us;
             m.new_us = new_t.us;
             const double margin = std::max(opt_.min_gain * old_t.us, old_t.spread + new_t.spread);
@@ -157,8 +173,10 @@ private:
             if (m.taken) {
                 r.choices = cand;
                 r.plan = std::move(next);
+                gain1_ += m.old_us - m.new_us;
             }
             r.moves.push_back(std::move(m));
+            report("stage 1", static_cast<int>(done), static_cast<int>(order.size()), gain1_);
         }
     }
 
@@ -186,28 +204,71 @@ private:
             ks[it->second].at.push_back(i);
         }
         say(fmt::format("stage 2: {} kernels to tune", ks.size()));
-        auto sample = [&](Kernel& k, size_t c) {
-            k.measured[c] = 1;
-            ++k.samples;
+        auto candidate = [&](const Kernel& k, size_t c) {
             Segment s = r.plan.segments[k.at.front()];
             s.config = k.space[c];
-            const double us = time_of(r.plan, s).us;
+            return s;
+        };
+        int planned = 0, sampled = 0;
+        auto gain2 = [&] {
+            double g = gain1_;
+            for (const Kernel& k : ks)
+                if (std::isfinite(k.default_us) && std::isfinite(k.best_us)) g += static_cast<double>(k.at.size()) * (k.default_us - k.best_us);
+            return g;
+        };
+        auto sample = [&](Kernel& k, size_t c) {
+            ++k.samples;
+            report("stage 2", ++sampled, std::max(planned, sampled), gain2());
+            const double us = time_of(r.plan, candidate(k, c)).us;
             if (us < k.best_us) {
                 k.best_us = us;
                 k.best = k.space[c];
             }
             k.history.push_back(k.best_us);
         };
-        for (Kernel& k : ks) {
-            k.measured.assign(k.space.size(), 0);
-            k.best_us = std::numeric_limits<double>::infinity();
-            sample(k, 0);  // the default config
-            k.default_us = k.best_us;
-            for (int n = 1; n < opt_.stage2_first && !out_of_time(); ++n) {
+        // Up to n configs of k not picked before, near its best so far (marked measured).
+        auto pick = [&](Kernel& k, int n) {
+            std::vector<size_t> out;
+            for (int i = 0; i < n; ++i) {
                 const size_t c = unmeasured(k.measured, k.space, k.best);
                 if (c == k.space.size()) break;
-                sample(k, c);
+                k.measured[c] = 1;
+                out.push_back(c);
             }
+            return out;
+        };
+        // The configs of a round, picked up front so the evaluator can prepare them together.
+        auto run_round = [&](const std::vector<std::vector<size_t>>& picks) {
+            for (const std::vector<size_t>& p : picks) planned += static_cast<int>(p.size());
+            std::vector<Segment> batch;
+            for (size_t i = 0; i < ks.size(); ++i)
+                for (size_t c : picks[i]) batch.push_back(candidate(ks[i], c));
+            ev_.prefetch(g_, r.plan, batch);
+            for (size_t i = 0; i < ks.size(); ++i)
+                for (size_t c : picks[i])
+                    if (!out_of_time()) sample(ks[i], c);
+        };
+        std::vector<std::vector<size_t>> picks(ks.size());
+        for (size_t i = 0; i < ks.size(); ++i) {
+            Kernel& k = ks[i];
+            k.measured.assign(k.space.size(), 0);
+            k.measured[0] = 1;  // the default config first
+            picks[i] = {0};
+            const std::vector<size_t> more = pick(k, opt_.stage2_first - 1);
+            picks[i].insert(picks[i].end(), more.begin(), more.end());
+            k.best_us = std::numeric_limits<double>::infinity();
+        }
+        {
+            planned = static_cast<int>(ks.size());
+            std::vector<Segment> defaults;
+            for (size_t i = 0; i < ks.size(); ++i) defaults.push_back(candidate(ks[i], 0));
+            ev_.prefetch(g_, r.plan, defaults);
+            for (Kernel& k : ks) {
+                sample(k, 0);
+                k.default_us = k.best_us;
+            }
+            for (std::vector<size_t>& p : picks) p.erase(p.begin());
+            run_round(picks);
         }
         int stalled = 0;
         for (int round = 1; round <= opt_.stage2_max_rounds && stalled < 3 && !out_of_time(); ++round) {
@@ -224,18 +285,14 @@ private:
                 sum += reward[i];
             }
             if (sum <= 0) break;
-            double gain = 0;
+            std::vector<double> before(ks.size());
             for (size_t i = 0; i < ks.size(); ++i) {
-                Kernel& k = ks[i];
-                const int share = static_cast<int>(std::ceil(opt_.stage2_batch * reward[i] / sum));
-                const double before = k.best_us;
-                for (int n = 0; n < share && !out_of_time(); ++n) {
-                    const size_t c = unmeasured(k.measured, k.space, k.best);
-                    if (c == k.space.size()) break;
-                    sample(k, c);
-                }
-                gain += static_cast<double>(k.at.size()) * (before - k.best_us);
+                before[i] = ks[i].best_us;
+                picks[i] = pick(ks[i], static_cast<int>(std::ceil(opt_.stage2_batch * reward[i] / sum)));
             }
+            run_round(picks);
+            double gain = 0;
+            for (size_t i = 0; i < ks.size(); ++i) gain += static_cast<double>(ks[i].at.size()) * (before[i] - ks[i].best_us);
             say(fmt::format("stage 2 round {}: {:.2f} us gained", round, gain));
             stalled = gain > 0 ? 0 : stalled + 1;
         }
@@ -266,6 +323,7 @@ private:
     std::mt19937 rng_;
     std::map<std::string, Timing> times_;
     int evaluations_ = 0;
+    double gain1_ = 0;  // stage 1's taken moves
     const Clock::time_point start_ = Clock::now();
 };
 

@@ -41,8 +41,21 @@ public:
     virtual Timing segment(const ir::Graph& g, const FusionPlan& p, const Segment& s) = 0;
     // The whole plan (by default the sum of its segments).
     virtual Timing plan(const ir::Graph& g, const FusionPlan& p);
+    // The segments of p the search will ask for next (an evaluator may prepare them in parallel).
+    virtual void prefetch(const ir::Graph&, const FusionPlan&, const std::vector<Segment>&) {}
     // "measured", "cache" or "model": where the times come from.
     virtual const char* source() const = 0;
+    // Where segment s's time came from, when it differs by segment (a cache).
+    virtual std::string source_of(const ir::Graph&, const Segment&) const { return source(); }
+};
+
+// Where the search is, for progress displays.
+struct SearchProgress {
+    const char* stage = "";   // "stage 1" (boundaries), "stage 2" (parameters), "final check"
+    int index = 0, count = 0;  // step of the stage: move groups (stage 1) or samples (stage 2, planned)
+    int evaluations = 0;       // segments timed so far
+    double gain_us = 0;        // time saved so far against the initial scheme (per the evaluator)
+    double elapsed_s = 0;      // since the search began
 };
 
 struct SearchOptions {
@@ -54,6 +67,7 @@ struct SearchOptions {
     double budget_s = std::numeric_limits<double>::infinity();
     unsigned seed = 1;
     std::function<void(const std::string&)> progress;  // one line per step of the search
+    std::function<void(const SearchProgress&)> on_progress;
 };
 
 struct MoveRecord {
@@ -63,6 +77,7 @@ struct MoveRecord {
     int sites = 0;
     double old_us = 0, new_us = 0;  // the segments the move changes, before and after
     bool taken = false;
+    std::vector<std::string> made;  // signatures of the segments it formed
 };
 
 struct SegmentRecord {  // stage 2, per kernel signature
@@ -80,6 +95,7 @@ struct SearchResult {
     double initial_us = 0, stage1_us = 0, final_us = 0;  // whole plan, per the evaluator
     bool kept = true;  // false: the final check kept the initial scheme
     int evaluations = 0;
+    std::map<std::string, Timing> times;  // segment_signature + "#" + config → its time, for every segment timed
 };
 
 // The configs stage 2 samples for segment s (empty when it has none to tune).

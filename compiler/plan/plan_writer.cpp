@@ -49,6 +49,18 @@ std::string encode_meta(const Meta& m) {
     return std::move(e.bytes);
 }
 
+std::string encode_segments(const Plan& p) {
+    Encoder e;
+    e.count(p.segments.size(), "segments");
+    for (const SegmentInfo& s : p.segments) {
+        for (const std::string* f : {&s.kind, &s.templ, &s.config, &s.source}) e.str(*f);
+        e.f32(s.time_us);
+        e.str(s.moves);
+        e.str(s.nodes);
+    }
+    return std::move(e.bytes);
+}
+
 std::string encode_tensors(const Plan& p) {
     Encoder e;
     e.u64(p.arena_bytes);
@@ -194,7 +206,7 @@ uint64_t align_up(uint64_t v) { return (v + kSectionAlignment - 1) / kSectionAli
 
 std::string serialize_plan(const Plan& p) {
     const std::string payloads[kSectionCount - 1] = {encode_meta(p.meta), encode_tensors(p), encode_kernels(p),
-                                                     encode_masks(p), encode_schedule(p)};
+                                                     encode_masks(p), encode_schedule(p), encode_segments(p)};
     struct Bytes {
         const void* data;
         size_t size;

@@ -118,6 +118,23 @@ Meta decode_meta(Cursor& c) {
     return m;
 }
 
+void decode_segments(Cursor& c, Plan& p) {
+    const uint32_t n = c.count(28, "segment count");
+    p.segments.resize(n);
+    for (uint32_t i = 0; i < n; ++i) {
+        SegmentInfo& s = p.segments[i];
+        s.kind = c.str("kind");
+        s.templ = c.str("template");
+        s.config = c.str("config");
+        s.source = c.str("source");
+        STOF_CHECK(s.source == "measured" || s.source == "cache" || s.source == "model" || s.source == "rule",
+                   "segment {}: unknown source '{}'", i, s.source);
+        s.time_us = c.f32("time");
+        s.moves = c.str("moves");
+        s.nodes = c.str("nodes");
+    }
+}
+
 void decode_tensors(Cursor& c, Plan& p) {
     p.arena_bytes = c.u64("arena_bytes");
     const uint32_t n = c.count(35, "tensor count");
@@ -431,6 +448,9 @@ Plan parse_plan(const std::string& bytes, const std::string& what, bool verify_c
                 c.finish();
             } else if (s.name == "schedule") {
                 decode_schedule(c, p);
+                c.finish();
+            } else if (s.name == "segments") {
+                decode_segments(c, p);
                 c.finish();
             } else {
                 p.weights.assign(payload, payload + size);

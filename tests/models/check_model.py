@@ -80,8 +80,12 @@ def main():
              *shapes(d), *mask, *kernel])
         run([a.stofc, "inspect", plan])
         # Every precision runs attention on the sparse kernels.
-        steps = json.loads(subprocess.run([a.stofc, "inspect", plan, "--json"], capture_output=True,
-                                          check=True).stdout)["steps"]
+        report = json.loads(subprocess.run([a.stofc, "inspect", plan, "--json"], capture_output=True, check=True).stdout)
+        steps = report["steps"]
+        # An offline plan's fusion segments were decided by the cost model or the rules.
+        sources = {s["source"] for s in report["segments"]}
+        if not report["segments"] or not sources <= {"model", "rule"} or "model" not in sources:
+            sys.exit(f"offline plan segments: sources {sorted(sources)} (want model and rule only)")
         attention = sum(s["kind"] == "sparse_attention" for s in steps)
         softmax = [s["kernel"] for s in steps if "softmax" in s["kernel"]]
         if attention != a.layers or softmax:
@@ -122,6 +126,12 @@ def main():
             or abs(sum(x["ms"] for x in prof["by_kind"].values()) - prof["total_ms"]) > 1e-6 * prof["total_ms"]):
         sys.exit(f"stof-run --profile: unexpected report {json.dumps(report)[:2000]}")
     print(f"profile: {len(steps)} steps, {prof['total_ms']:.3f} ms")
+    # Compiled on the GPU: the segments the search timed were measured there.
+    sources = {s["source"] for s in json.loads(subprocess.run([a.stofc, "inspect", plan, "--json"], capture_output=True,
+                                                              check=True).stdout)["segments"]}
+    if not sources & {"measured", "cache"} or sources - {"measured", "cache", "rule"}:
+        sys.exit(f"plan compiled on the GPU: segment sources {sorted(sources)} (want measured or cache, and rule)")
+    print(f"segment sources: {', '.join(sorted(sources))}")
 
 
 if __name__ == "__main__":

@@ -277,6 +277,17 @@ void check_same(const plan::Plan& a, const plan::Plan& b) {
         check_same_step(a.steps[i], b.steps[i]);
     }
     CHECK(a.weights == b.weights);
+    REQUIRE(a.segments.size() == b.segments.size());
+    for (size_t i = 0; i < a.segments.size(); ++i) {
+        const plan::SegmentInfo &x = a.segments[i], &y = b.segments[i];
+        CHECK(x.kind == y.kind);
+        CHECK(x.templ == y.templ);
+        CHECK(x.config == y.config);
+        CHECK(x.source == y.source);
+        CHECK(x.time_us == y.time_us);
+        CHECK(x.moves == y.moves);
+        CHECK(x.nodes == y.nodes);
+    }
 }
 
 // A plan from the real compiler: MatMul + bias, LayerNorm, Softmax over a
@@ -478,14 +489,14 @@ TEST_CASE("a damaged header or section table is rejected", "[cpu][plan]") {
     rejects("STOFPLAX" + bytes.substr(8), "not a stofc plan file");
     rejects(bytes.substr(0, 20), "the plan header is truncated (20 bytes)");
     rejects(bytes.substr(0, 50), "the plan header is truncated (50 bytes)");
-    rejects(bytes.substr(0, 100), "the section table is truncated (6 sections need 304 bytes, the file has 100)");
+    rejects(bytes.substr(0, 100), "the section table is truncated (7 sections need 344 bytes, the file has 100)");
     rejects(bytes + '\0', "the file is " + std::to_string(bytes.size() + 1) + " bytes but its header says " +
                               std::to_string(bytes.size()) + " (truncated or extended)");
     rejects(patched([](std::string& d) { put_u32(d, 44, 0); }), "the section table is damaged (section count 0)");
     rejects(patched([](std::string& d) { put_u32(d, 44, 65); }), "the section table is damaged (section count 65)");
     rejects(patched([](std::string& d) {
-                put_u32(d, 44, 5);
-                std::memset(&d[plan::kHeaderBytes + 5 * plan::kSectionEntryBytes], 0, plan::kSectionEntryBytes);
+                put_u32(d, 44, 6);
+                std::memset(&d[plan::kHeaderBytes + 6 * plan::kSectionEntryBytes], 0, plan::kSectionEntryBytes);
             }),
             "section 'weights' is missing");
     rejects(patched([](std::string& d) { d[60] = 1; }), "the plan header is damaged (reserved bytes 60..63 are not zero)");

@@ -38,7 +38,7 @@ and markdown files are rewritten after every case. Progress lines carry the time
   tools/bench/e2e.py --stofc build/bin/stofc [--lib SO] [--grid paper|today|all] [--only REGEX]
                      [--max-autotune] [--flex-flash] [--reduce-overhead-tokens N]
                      [--compile-timeout-s S] [--budget-s S|inf] [--reps N] [--work DIR]
-                     [--json F] [--markdown F]
+                     [--stofc-arg ARG]... [--skip-peers P,...] [--json F] [--markdown F]
 """
 import argparse
 import contextlib
@@ -299,7 +299,7 @@ def run_case(c, a, stof, work, flash_reason):
         log(f"{tag}: exporting ONNX")
         onnx_path = export(c, model, names, tuple(t_in), work)
         stage = "stofc compile"
-        cmd = [a.stofc, "compile", onnx_path, "-o", work / f"{tag}.plan", "--precision", "fp16"]
+        cmd = [a.stofc, "compile", onnx_path, "-o", work / f"{tag}.plan", "--precision", "fp16", *a.stofc_arg]
         cmd += [x for n, v in feeds.items() for x in ("--shape", f"{n}={'x'.join(map(str, v.shape))}")]
         if keep is not None:
             np.save(work / f"{tag}.mask.npy", keep)
@@ -313,6 +313,10 @@ def run_case(c, a, stof, work, flash_reason):
             first = next((ln for ln in lines if ln.startswith("stofc: ")), lines[-1])
             raise StofError(f"{first} (whole log: {work / f'{tag}.stofc.log'})")
         res["stofc"] = {"compile_s": round(time.time() - t0, 1)}
+        (work / f"{tag}.stofc.log").write_text(r.stderr)
+        tuning = [ln.split("] ", 1)[-1] for ln in r.stderr.splitlines() if "tuning" in ln or "fusion:" in ln]
+        if tuning:
+            res["stofc"]["tuning"] = tuning
         stage = "plan"
         plan = stof.plan(work / f"{tag}.plan")
         for n, v in feeds.items():
@@ -339,8 +343,9 @@ def run_case(c, a, stof, work, flash_reason):
             except StofError as e:
                 st.update(status="failed", reason=one_line(e))
         log(f"{tag}: stofc {cell(res['stofc'])}")
-        res["eager"] = measure(lambda: eager(*t16), ref, err_torch, a.reps)
-        log(f"{tag}: eager {cell(res['eager'])}")
+        if "eager" not in a.skip_peers:
+            res["eager"] = measure(lambda: eager(*t16), ref, err_torch, a.reps)
+            log(f"{tag}: eager {cell(res['eager'])}")
 
         def compiled(module, **kw):
             torch._dynamo.reset()
@@ -349,6 +354,8 @@ def run_case(c, a, stof, work, flash_reason):
         modes = {"compile": {}, "reduce_overhead": {"mode": "reduce-overhead"},
                  "max_autotune": {"mode": "max-autotune-no-cudagraphs"}}
         for peer, kw in modes.items():
+            if peer in a.skip_peers:
+                continue
             if peer == "reduce_overhead" and b * s > a.reduce_overhead_tokens:
                 continue
             if peer == "max_autotune" and not a.max_autotune:
@@ -357,7 +364,7 @@ def run_case(c, a, stof, work, flash_reason):
             log(f"{tag}: {PEERS[peer]} {cell(res[peer])}")
 
         for peer, options in (("flex", None), ("flex_flash", {"BACKEND": "FLASH"})):
-            if peer == "flex_flash" and not a.flex_flash:
+            if (peer == "flex_flash" and not a.flex_flash) or peer in a.skip_peers:
                 continue
             if peer == "flex_flash" and flash_reason:
                 res[peer] = {"status": "failed", "reason": f"FLASH backend unavailable: {flash_reason}"}
@@ -433,6 +440,10 @@ def main():
                          "(default 540, for one 10-minute GPU call; inf: no limit)")
     ap.add_argument("--work", type=Path, help="directory for models and plans (default: a temporary one)")
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--stofc-arg", action="append", default=[], metavar="ARG",
+                    help="an extra `stofc compile` argument (repeatable), e.g. --stofc-arg=--tune=full")
+    ap.add_argument("--skip-peers", default="", type=lambda v: [p for p in v.split(",") if p],
+                    help=f"comma-separated peers not to run ({', '.join(PEERS)})")
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     a = ap.parse_args()
@@ -449,8 +460,12 @@ def main():
         sys.exit(f"e2e.py: no case of grid '{a.grid}' matches --only '{a.only}'")
     torch._dynamo.config.fail_on_recompile_limit_hit = True  # never a silent fallback to eager
     flash_reason = flash_unavailable() if a.flex_flash else None
-    peers = [p for p in PEERS if (p != "max_autotune" or a.max_autotune) and (p != "flex_flash" or a.flex_flash)]
-    if a.reduce_overhead_tokens <= 0:
+    unknown = [p for p in a.skip_peers if p not in PEERS]
+    if unknown:
+        sys.exit(f"e2e.py: --skip-peers: unknown peer {', '.join(unknown)} (peers: {', '.join(PEERS)})")
+    peers = [p for p in PEERS if (p != "max_autotune" or a.max_autotune) and (p != "flex_flash" or a.flex_flash)
+             and p not in a.skip_peers]
+    if a.reduce_overhead_tokens <= 0 and "reduce_overhead" in peers:
         peers.remove("reduce_overhead")
     notes = [f"grid {a.grid}", f"reduce-overhead at B·S ≤ {a.reduce_overhead_tokens}" if "reduce_overhead" in peers
              else "reduce-overhead not run", "max-autotune " + ("run" if a.max_autotune else "not run (--max-autotune)"),

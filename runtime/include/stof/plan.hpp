@@ -154,6 +154,17 @@ struct Meta {
     std::string notes;          // free text (compile options)
 };
 
+// One fusion segment: which ops run together, with what, and why (stofc inspect).
+struct SegmentInfo {
+    std::string kind;      // "elementwise", "rownorm", "gemm", "attention", ...
+    std::string templ;     // the template or library that runs it ("elementwise", "rownorm", "cublasLt", ...)
+    std::string config;    // its launch parameters ("block=256,grid=8192"; "default")
+    std::string source;    // how they were chosen: "measured", "cache", "model" or "rule"
+    float time_us = -1;    // the time they were chosen by (measured or estimated); -1: none
+    std::string moves;     // the fusion moves that formed it, "; "-separated
+    std::string nodes;     // its IR nodes, comma-separated
+};
+
 struct Plan {
     Meta meta;
     std::vector<TensorDesc> tensors;
@@ -162,7 +173,8 @@ struct Plan {
     std::vector<KernelDesc> kernels;
     std::vector<MaskEntry> masks;
     std::vector<Step> steps;
-    std::vector<uint8_t> weights;  // contents of the weights buffer
+    std::vector<SegmentInfo> segments;  // the fusion plan the steps were lowered from
+    std::vector<uint8_t> weights;       // contents of the weights buffer
 };
 
 // The tensors step s reads or writes (absent optional ones left out), in no particular order.

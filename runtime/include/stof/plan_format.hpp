@@ -4,7 +4,7 @@
 //
 // All integers are little-endian; f32 values are stored as their IEEE bits.
 //
-// File (format version 2):
+// File (format version 3):
 //   offset  size
 //   0       8     magic "STOFPLAN"
 //   8       4     u32 format version (kFormatVersion)
@@ -24,7 +24,7 @@
 //   payloads, each at an offset that is a multiple of kSectionAlignment (256),
 //   in table order, zero bytes between them; the file ends with the last payload.
 //
-// Checksums are zlib's crc32. Each of the six sections below appears exactly
+// Checksums are zlib's crc32. Each of the seven sections below appears exactly
 // once; payloads do not overlap each other or the header.
 //
 // Structured payloads (meta, tensors, kernels, masks, schedule) are sequences of
@@ -60,6 +60,7 @@
 //     key_valid  i32 mask, words, batch, seq
 //     copy       i32 src, dst; u64 src_offset, dst_offset, bytes
 //     mask_convert  i32 keep, mask }
+//   segments  segment[] { str kind, str template, str config, str source, f32 time_us, str moves, str nodes }
 //   weights   the raw contents of the weights buffer (its payload is 256-byte aligned in
 //             the file, so it can be uploaded from a mapping of the file as is)
 //
@@ -72,7 +73,7 @@
 namespace stof::plan {
 
 constexpr char kMagic[8] = {'S', 'T', 'O', 'F', 'P', 'L', 'A', 'N'};
-constexpr uint32_t kFormatVersion = 2;
+constexpr uint32_t kFormatVersion = 3;
 
 constexpr uint64_t kVersionFieldOffset = 12;
 constexpr uint64_t kVersionFieldBytes = 32;
@@ -83,8 +84,8 @@ constexpr uint64_t kSectionNameBytes = 16;
 constexpr uint64_t kSectionAlignment = 256;
 constexpr uint32_t kMaxSections = 64;
 
-// The sections of format version 2, in the order the writer emits them.
-constexpr const char* kSectionNames[] = {"meta", "tensors", "kernels", "masks", "schedule", "weights"};
+// The sections of format version 3, in the order the writer emits them (weights last).
+constexpr const char* kSectionNames[] = {"meta", "tensors", "kernels", "masks", "schedule", "segments", "weights"};
 constexpr size_t kSectionCount = sizeof(kSectionNames) / sizeof(kSectionNames[0]);
 
 // zlib crc32 of `size` bytes; `crc` continues a running checksum (0 to start).

@@ -1,0 +1,178 @@
+#include "tune/gpu_evaluator.hpp"
+
+#include "codegen/nvrtc.hpp"
+#include "fusion/cost_model.hpp"
+#include "stof/version.hpp"
+#include "tune/output_check.hpp"
+#include "tune/segment_graph.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <thread>
+
+namespace stof::tune {
+
+namespace {
+
+uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    return h;
+}
+
+// Runs f(i) for i in [0, n) on the hardware's threads.
+template <class F>
+void parallel_for(size_t n, F f) {
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+        for (size_t i = next++; i < n; i = next++) f(i);
+    };
+    const size_t threads = std::min<size_t>(n, std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (std::thread& t : pool) t.join();
+}
+
+}  // namespace
+
+GpuEvaluator::GpuEvaluator(GpuEvaluatorOptions opt) : opt_(std::move(opt)), measurer_(opt_.measure) {
+    opt_.lower.quiet = true;
+    opt_.lower.jobs = 1;
+    const Measurer::Device& d = measurer_.device();
+    identity_ = {d.name, d.sm_count, d.cc_major, d.cc_minor, d.driver_version, codegen::nvrtc_version(), d.cublaslt_version,
+                 kVersion, templates_hash()};
+    cache_ = std::make_unique<TuneCache>(opt_.cache_dir, identity_);
+}
+
+GpuEvaluator::~GpuEvaluator() = default;
+
+void GpuEvaluator::save_cache() { cache_->save(); }
+
+std::string GpuEvaluator::key_of(const ir::Graph& g, const fusion::Segment& s) const {
+    return fmt::format("{}|{}#{}", precision_name(opt_.lower.precision), fusion::segment_signature(g, s), s.config.str());
+}
+
+std::string GpuEvaluator::source_of(const ir::Graph& g, const fusion::Segment& s) const {
+    auto it = source_.find(key_of(g, s));
+    return it == source_.end() ? "" : it->second;
+}
+
+plan::Plan GpuEvaluator::lowered(const ir::Graph& g, const fusion::FusionPlan& p, const fusion::Segment& s) {
+    {
+        std::lock_guard<std::mutex> lock(prefetched_mutex_);
+        auto it = prefetched_.find(key_of(g, s));
+        if (it != prefetched_.end()) {
+            plan::Plan out = std::move(it->second);
+            prefetched_.erase(it);
+            return out;
+        }
+    }
+    const SegmentGraph sg = segment_graph(g, p, s, opt_.lower.precision);
+    return codegen::lower(sg.graph, sg.plan, opt_.lower);
+}
+
+void GpuEvaluator::prefetch(const ir::Graph& g, const fusion::FusionPlan& p, const std::vector<fusion::Segment>& ss) {
+    std::vector<const fusion::Segment*> todo;
+    for (const fusion::Segment& s : ss) {
+        const std::string key = key_of(g, s);
+        if (s.kind == fusion::SegmentKind::view || source_.count(key) || cache_->find(key) || prefetched_.count(key)) continue;
+        if (std::any_of(todo.begin(), todo.end(), [&](const fusion::Segment* t) { return key_of(g, *t) == key; })) continue;
+        todo.push_back(&s);
+    }
+    parallel_for(todo.size(), [&](size_t i) {
+        try {
+            const SegmentGraph sg = segment_graph(g, p, *todo[i], opt_.lower.precision);
+            plan::Plan lowered_plan = codegen::lower(sg.graph, sg.plan, opt_.lower);
+            std::lock_guard<std::mutex> lock(prefetched_mutex_);
+            prefetched_.emplace(key_of(g, *todo[i]), std::move(lowered_plan));
+        } catch (const std::exception&) {
+            // segment() lowers it again and reports the error
+        }
+    });
+}
+
+const std::vector<Tensor>* GpuEvaluator::reference(const ir::Graph& g, const fusion::FusionPlan& p, const fusion::Segment& s) {
+    const std::string sig = fmt::format("{}|{}", precision_name(opt_.lower.precision), fusion::segment_signature(g, s));
+    auto it = references_.find(sig);
+    if (it == references_.end()) {
+        std::vector<Tensor> outputs;
+        try {
+            const SegmentGraph sg = segment_graph(g, p, s, opt_.lower.precision);
+            Measurement m = measurer_.measure(codegen::lower(sg.graph, fusion::unfused_scheme(sg.graph), opt_.lower), opt_.seed, true);
+            if (m.ok)
+                outputs = std::move(m.outputs);
+            else
+                spdlog::warn("tuning: the unfused form of {} did not run ({}); its fused forms are not used", fusion::segment_kind_name(s.kind), m.error);
+        } catch (const std::exception& e) {
+            spdlog::warn("tuning: the unfused form of {} could not be built ({}); its fused forms are not used", fusion::segment_kind_name(s.kind), e.what());
+        }
+        it = references_.emplace(sig, std::move(outputs)).first;
+    }
+    return it->second.empty() ? nullptr : &it->second;
+}
+
+fusion::Timing GpuEvaluator::segment(const ir::Graph& g, const fusion::FusionPlan& p, const fusion::Segment& s) {
+    constexpr fusion::Timing kUnusable{};
+    if (s.kind == fusion::SegmentKind::view) return {0, 0};
+    const std::string key = key_of(g, s);
+    if (const std::optional<CacheRecord> r = cache_->find(key)) {
+        ++stats_.from_cache;
+        source_[key] = "cache";
+        return {r->us, r->spread};
+    }
+    Measurement m;
+    try {
+        const plan::Plan cand = lowered(g, p, s);
+        const std::vector<Tensor>* ref = reference(g, p, s);
+        if (!ref) {
+            ++stats_.failed;
+            return kUnusable;
+        }
+        m = measurer_.measure(cand, opt_.seed, true);
+        if (!m.ok) {
+            ++stats_.failed;
+            spdlog::debug("tuning: {} with {} failed: {}", fusion::segment_kind_name(s.kind), s.config.str(), m.error);
+            return kUnusable;
+        }
+        if (const std::string why = check_outputs(m.outputs, *ref); !why.empty()) {
+            ++stats_.rejected;
+            spdlog::debug("tuning: {} with {} rejected: {}", fusion::segment_kind_name(s.kind), s.config.str(), why);
+            return kUnusable;
+        }
+    } catch (const std::exception& e) {
+        ++stats_.failed;
+        spdlog::debug("tuning: {} with {} could not be built: {}", fusion::segment_kind_name(s.kind), s.config.str(), e.what());
+        return kUnusable;
+    }
+    ++stats_.measured;
+    source_[key] = "measured";
+    const int64_t bytes = fusion::CostModel(opt_.lower.precision).bytes(g, s);
+    cache_->put(key, {m.median_us, m.spread_us, bytes, fusion::segment_kind_name(s.kind)});
+    return {m.median_us, m.spread_us};
+}
+
+fusion::Timing GpuEvaluator::plan(const ir::Graph& g, const fusion::FusionPlan& p) {
+    uint64_t h = fnv1a(g.name);
+    for (const fusion::Segment& s : p.segments) h = fnv1a(key_of(g, s), fnv1a(std::to_string(s.position), h));
+    const std::string key = fmt::format("plan|{}|{:016x}", precision_name(opt_.lower.precision), h);
+    if (const std::optional<CacheRecord> r = cache_->find(key)) return {r->us, r->spread};
+    Measurement m;
+    try {
+        codegen::LowerOptions whole = opt_.lower;
+        whole.jobs = 0;
+        m = measurer_.measure(codegen::lower(g, p, whole), opt_.seed, false);
+    } catch (const std::exception& e) {
+        m.error = e.what();
+    }
+    if (!m.ok) {
+        spdlog::warn("tuning: the whole plan did not run ({})", m.error);
+        return {};
+    }
+    ++stats_.measured;
+    cache_->put(key, {m.median_us, m.spread_us, 0, "plan"});
+    return {m.median_us, m.spread_us};
+}
+
+}  // namespace stof::tune

@@ -1,0 +1,67 @@
+// The fusion search's evaluator on a live GPU: each segment (with its config) is cut
+// out of the graph (tune/segment_graph.hpp), lowered to a plan of its own and timed
+// by the measuring worker (tune/measure.hpp); before its time counts, its outputs
+// are checked (tune/output_check.hpp) against the same segment lowered unfused
+// (every op a step of its own, fusion/fusion_plan.hpp unfused_scheme) on the same
+// inputs; a candidate that fails, crashes or hangs gets an infinite time. Times are
+// kept in the tuning cache (tune/tune_cache.hpp) and taken from it when present.
+// A whole plan is lowered and timed as one (the search's final check).
+#pragma once
+
+#include "codegen/lower.hpp"
+#include "fusion/search.hpp"
+#include "tune/measure.hpp"
+#include "tune/tune_cache.hpp"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace stof::tune {
+
+struct GpuEvaluatorOptions {
+    codegen::LowerOptions lower;  // precision, arch, kernel cache, attention kernel of the candidates
+    MeasureOptions measure;
+    std::string cache_dir;        // the tuning cache's directory ("" : none)
+    uint64_t seed = 1;
+};
+
+struct EvaluatorStats {
+    int measured = 0, from_cache = 0, rejected = 0, failed = 0;
+};
+
+class GpuEvaluator final : public fusion::Evaluator {
+public:
+    explicit GpuEvaluator(GpuEvaluatorOptions opt);
+    ~GpuEvaluator() override;
+
+    fusion::Timing segment(const ir::Graph& g, const fusion::FusionPlan& p, const fusion::Segment& s) override;
+    fusion::Timing plan(const ir::Graph& g, const fusion::FusionPlan& p) override;
+    void prefetch(const ir::Graph& g, const fusion::FusionPlan& p, const std::vector<fusion::Segment>& ss) override;
+    const char* source() const override { return "measured"; }
+    // "measured" or "cache": where segment s's time came from ("" when it has none).
+    std::string source_of(const ir::Graph& g, const fusion::Segment& s) const override;
+
+    const EvaluatorStats& stats() const { return stats_; }
+    const CacheIdentity& identity() const { return identity_; }
+    // Writes the measurements to the tuning cache.
+    void save_cache();
+
+private:
+    std::string key_of(const ir::Graph& g, const fusion::Segment& s) const;
+    plan::Plan lowered(const ir::Graph& g, const fusion::FusionPlan& p, const fusion::Segment& s);
+    const std::vector<Tensor>* reference(const ir::Graph& g, const fusion::FusionPlan& p, const fusion::Segment& s);
+
+    GpuEvaluatorOptions opt_;
+    Measurer measurer_;
+    CacheIdentity identity_;
+    std::unique_ptr<TuneCache> cache_;
+    EvaluatorStats stats_;
+    std::map<std::string, std::string> source_;                  // key → "measured" | "cache"
+    std::map<std::string, std::vector<Tensor>> references_;      // signature → outputs (empty: its reference failed)
+    std::mutex prefetched_mutex_;
+    std::map<std::string, plan::Plan> prefetched_;               // key → lowered candidate
+};
+
+}  // namespace stof::tune

@@ -1,0 +1,75 @@
+// Timing candidate plans on the GPU through the runtime's own launch path, in a
+// worker process (`stofc tune-worker`, tune/tune_worker.cpp): a candidate that
+// crashes or hangs kills the worker, which is restarted, never stofc.
+//
+// A measurement loads the plan with the executor, fills its inputs with random
+// data from `seed` (the same plan inputs give the same data: floats uniform in
+// [-1, 1], integers in the tensor's [int_lo, int_hi] or 0, bools 0/1), runs
+// `warmup` CUDA-graph replays, then `reps` replays each timed with CUDA events
+// after a write of twice the L2 size (no replay reads its inputs from a warm L2).
+// The time is the median replay, the spread half the interquartile range.
+#pragma once
+
+#include "stof/plan.hpp"
+#include "stof/tensor.hpp"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace stof::tune {
+
+struct MeasureOptions {
+    int reps = 15, warmup = 3;
+    double timeout_s = 30;   // one request; the worker is killed and restarted after it
+    std::string work_dir;    // plans and outputs pass through here (a fresh temporary directory when empty)
+    std::vector<std::string> worker;  // the worker's command line (default: this program, "tune-worker")
+};
+
+struct Measurement {
+    bool ok = false;
+    std::string error;  // why not ok: the worker's error, a crash or a timeout
+    double median_us = 0, spread_us = 0;
+    int reps = 0;
+    std::vector<Tensor> outputs;  // the plan's outputs after the runs, in plan order (when asked for)
+};
+
+class Measurer {
+public:
+    explicit Measurer(MeasureOptions opt = {});
+    ~Measurer();
+    Measurer(const Measurer&) = delete;
+    Measurer& operator=(const Measurer&) = delete;
+
+    // Times p (validated first); with_outputs: also returns its outputs.
+    Measurement measure(const plan::Plan& p, uint64_t seed, bool with_outputs);
+    // The GPU the worker runs on ("NVIDIA H100 80GB HBM3"), its SM count, driver and
+    // cuBLASLt versions; starts the worker. Throws stof::Error when it has no GPU.
+    struct Device {
+        std::string name;
+        int sm_count = 0, cc_major = 0, cc_minor = 0;
+        int driver_version = 0;
+        size_t cublaslt_version = 0;
+    };
+    const Device& device();
+    int restarts() const;
+
+private:
+    struct Worker;
+    nlohmann::json call(const nlohmann::json& req, double timeout_s);
+
+    std::unique_ptr<Worker> worker_;
+    MeasureOptions opt_;
+    std::string dir_;
+    bool own_dir_ = false;
+    uint64_t counter_ = 0;
+    Device device_;
+    bool have_device_ = false, started_ = false;
+};
+
+// `stofc tune-worker`: serves measurement requests on stdin/stdout until EOF.
+int run_tune_worker();
+
+}  // namespace stof::tune

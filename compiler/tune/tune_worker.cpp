@@ -1,0 +1,148 @@
+// `stofc tune-worker`: the measuring side of tune/measure.hpp. One JSON request a
+// line on stdin, one JSON reply a line on stdout:
+//   {"op":"device"}  → {"ok":true,"name":..,"sm_count":..,"cc":[9,0],"driver":..,"cublaslt":..}
+//   {"op":"measure","plan":PATH,"seed":N,"reps":N,"warmup":N,"outputs":DIR or ""}
+//                    → {"ok":true,"median_us":..,"spread_us":..,"reps":N,"outputs":[PATH...]}
+//   any failure      → {"ok":false,"error":"..."}
+#include "tune/measure.hpp"
+
+#include "exec/executor.hpp"
+#include "plan/plan_reader.hpp"
+#include "stof/cuda_check.hpp"
+#include "stof/npy.hpp"
+
+#include <cublasLt.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <random>
+
+namespace stof::tune {
+
+namespace {
+
+using nlohmann::json;
+
+// Random contents for plan input t (tune/measure.hpp states the distribution).
+Tensor random_input(const plan::TensorDesc& t, uint64_t seed) {
+    Tensor x(t.dtype, t.shape);
+    std::mt19937_64 rng(seed);
+    const int64_t n = x.numel();
+    if (is_float(t.dtype)) {
+        std::uniform_real_distribution<double> u(-1, 1);
+        for (int64_t i = 0; i < n; ++i) x.set_f64(i, u(rng));
+    } else if (t.dtype == DType::boolean) {
+        for (int64_t i = 0; i < n; ++i) x.set_i64(i, static_cast<int64_t>(rng() & 1));
+    } else if (t.int_lo <= t.int_hi) {
+        std::uniform_int_distribution<int64_t> u(t.int_lo, t.int_hi);
+        for (int64_t i = 0; i < n; ++i) x.set_i64(i, u(rng));
+    }
+    return x;
+}
+
+class Bench {
+public:
+    ~Bench() {
+        if (flush_) cudaFree(flush_);
+        if (start_) cudaEventDestroy(start_);
+        if (stop_) cudaEventDestroy(stop_);
+    }
+
+    json device() {
+        cudaDeviceProp prop{};
+        STOF_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+        int driver = 0;
+        STOF_CUDA_CHECK(cudaDriverGetVersion(&driver));
+        return {{"ok", true},           {"name", prop.name},   {"sm_count", prop.multiProcessorCount},
+                {"cc", {prop.major, prop.minor}}, {"driver", driver}, {"cublaslt", cublasLtGetVersion()}};
+    }
+
+    json measure(const json& req) {
+        exec::Executor ex(plan::read_plan(req.at("plan").get<std::string>()), 0);
+        ex.activate();
+        prepare();
+        const plan::Plan& p = ex.plan();
+        const uint64_t seed = req.at("seed").get<uint64_t>();
+        for (size_t i = 0; i < p.inputs.size(); ++i) {
+            const int32_t t = p.inputs[i];
+            ex.upload(t, random_input(p.tensors[static_cast<size_t>(t)], seed * 1000003 + i).bytes.data());
+        }
+        const int reps = std::max(1, req.at("reps").get<int>()), warmup = std::max(1, req.at("warmup").get<int>());
+        for (int i = 0; i < warmup; ++i) ex.enqueue(true);
+        ex.synchronize();
+        std::vector<double> us;
+        for (int r = 0; r < reps; ++r) {
+            STOF_CUDA_CHECK(cudaMemsetAsync(flush_, r & 0xff, flush_bytes_, ex.stream()));
+            STOF_CUDA_CHECK(cudaEventRecord(start_, ex.stream()));
+            ex.enqueue(true);
+            STOF_CUDA_CHECK(cudaEventRecord(stop_, ex.stream()));
+            STOF_CUDA_CHECK(cudaEventSynchronize(stop_));
+            float ms = 0;
+            STOF_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+            us.push_back(1e3 * ms);
+        }
+        std::sort(us.begin(), us.end());
+        json out = {{"ok", true},
+                    {"median_us", us[us.size() / 2]},
+                    {"spread_us", (us[us.size() * 3 / 4] - us[us.size() / 4]) / 2},
+                    {"reps", reps},
+                    {"outputs", json::array()}};
+        const std::string dir = req.value("outputs", std::string());
+        if (!dir.empty())
+            for (size_t i = 0; i < p.outputs.size(); ++i) {
+                const plan::TensorDesc& d = p.tensors[static_cast<size_t>(p.outputs[i])];
+                Tensor t(d.dtype, d.shape);
+                ex.download(p.outputs[i], t.bytes.data());
+                const std::string path = (std::filesystem::path(dir) / fmt::format("out{}.npy", i)).string();
+                write_npy(path, t);
+                out["outputs"].push_back(path);
+            }
+        return out;
+    }
+
+private:
+    // The L2 flush buffer and the events, once (the executor made device 0 current).
+    void prepare() {
+        if (flush_) return;
+        cudaDeviceProp prop{};
+        STOF_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+        flush_bytes_ = std::max<size_t>(size_t{2} * static_cast<size_t>(prop.l2CacheSize), size_t{8} << 20);
+        STOF_CUDA_CHECK(cudaMalloc(&flush_, flush_bytes_));
+        STOF_CUDA_CHECK(cudaEventCreate(&start_));
+        STOF_CUDA_CHECK(cudaEventCreate(&stop_));
+    }
+
+    void* flush_ = nullptr;
+    size_t flush_bytes_ = 0;
+    cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
+}  // namespace
+
+int run_tune_worker() {
+    spdlog::set_level(spdlog::level::warn);
+    Bench bench;
+    std::string line;
+    while (std::getline(std::cin, line)) {
+        json reply;
+        try {
+            const json req = json::parse(line);
+            const std::string op = req.at("op").get<std::string>();
+            if (op == "device")
+                reply = bench.device();
+            else if (op == "measure")
+                reply = bench.measure(req);
+            else
+                reply = {{"ok", false}, {"error", "unknown request '" + op + "'"}};
+        } catch (const std::exception& e) {
+            reply = {{"ok", false}, {"error", e.what()}};
+        }
+        std::cout << reply.dump() << '\n' << std::flush;
+    }
+    return 0;
+}
+
+}  // namespace stof::tune

@@ -1,0 +1,170 @@
+// The measuring worker from the outside: a worker that hangs or dies costs one
+// candidate (an error, the worker restarted), never the compiler; outputs are
+// checked against the reference. On a GPU: the real worker times a plan.
+#include "gpu_util.hpp"
+#include "onnx/import.hpp"
+#include "onnx_builder.hpp"
+#include "plan/plan_writer.hpp"
+#include "pipeline.hpp"
+#include "compile.hpp"
+#include "test_util.hpp"
+#include "tune/gpu_evaluator.hpp"
+#include "tune/measure.hpp"
+#include "tune/output_check.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include <unistd.h>
+
+using namespace stof;
+
+namespace {
+
+// The smallest valid plan: one input copied to one output.
+plan::Plan copy_plan() {
+    plan::Plan p;
+    p.tensors = {{"x", DType::f32, {4}, plan::BufferKind::arena, 0, plan::TensorRole::input},
+                 {"y", DType::f32, {4}, plan::BufferKind::arena, 256, plan::TensorRole::output}};
+    p.arena_bytes = 512;
+    p.inputs = {0};
+    p.outputs = {1};
+    plan::Step s;
+    s.kind = plan::StepKind::copy;
+    s.copy = {0, 1, 0, 0, 16};
+    p.steps = {s};
+    return p;
+}
+
+}  // namespace
+
+TEST_CASE("measuring: a hanging worker is killed after the timeout, a dying one reported, both restarted", "[cpu][tune]") {
+    {
+        tune::MeasureOptions o;
+        o.worker = {"/bin/sh", "-c", "sleep 60"};
+        o.timeout_s = 0.5;
+        tune::Measurer m(o);
+        const auto t0 = std::chrono::steady_clock::now();
+        const tune::Measurement r = m.measure(copy_plan(), 1, false);
+        CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 5);
+        CHECK_FALSE(r.ok);
+        CHECK(r.error.find("no answer within") != std::string::npos);
+        CHECK_FALSE(m.measure(copy_plan(), 1, false).ok);
+        CHECK(m.restarts() == 1);
+    }
+    {
+        tune::MeasureOptions o;
+        o.worker = {"/bin/sh", "-c", "read line; kill -SEGV $$"};
+        tune::Measurer m(o);
+        const tune::Measurement r = m.measure(copy_plan(), 1, false);
+        CHECK_FALSE(r.ok);
+        CHECK(r.error.find("signal 11") != std::string::npos);
+    }
+    {
+        tune::MeasureOptions o;
+        o.worker = {"/bin/sh", "-c", "while read line; do echo '{\"ok\":true,\"median_us\":5.5,\"spread_us\":0.5,\"reps\":7,\"outputs\":[]}'; done"};
+        tune::Measurer m(o);
+        for (int i = 0; i < 3; ++i) {
+            const tune::Measurement r = m.measure(copy_plan(), 1, false);
+            REQUIRE(r.ok);
+            CHECK(r.median_us == 5.5);
+            CHECK(r.reps == 7);
+        }
+        CHECK(m.restarts() == 0);
+    }
+    {
+        tune::MeasureOptions o;
+        o.worker = {"/nonexistent/stofc", "tune-worker"};
+        tune::Measurer m(o);
+        const tune::Measurement r = m.measure(copy_plan(), 1, false);
+        CHECK_FALSE(r.ok);
+        CHECK(r.error.find("/nonexistent/stofc") != std::string::npos);
+        test::require_error([&] { m.device(); }, "tuning needs a GPU");
+    }
+}
+
+TEST_CASE("measuring: outputs must match the reference within the tolerance of their type", "[cpu][tune]") {
+    Tensor ref(DType::f32, {1000});
+    for (int64_t i = 0; i < ref.numel(); ++i) ref.set_f64(i, std::sin(0.1 * static_cast<double>(i)));
+    Tensor close = ref, far = ref, nan = ref;
+    close.set_f64(3, ref.get_f64(3) + 1e-6);
+    far.set_f64(3, ref.get_f64(3) + 0.5);
+    nan.set_f64(7, std::nan(""));
+    CHECK(tune::check_outputs({close}, {ref}).empty());
+    CHECK(tune::check_outputs({far}, {ref}).find("relative error") != std::string::npos);
+    CHECK(tune::check_outputs({nan}, {ref}).find("element 7") != std::string::npos);
+    CHECK(tune::check_outputs({nan}, {nan}).empty());
+    CHECK_FALSE(tune::check_outputs({ref, ref}, {ref}).empty());
+    const Tensor half_ref = cast(ref, DType::f16), half_far = cast(far, DType::f16);
+    Tensor half_close = cast(ref, DType::f16);
+    half_close.set_f64(3, ref.get_f64(3) + 1e-3);
+    CHECK(tune::check_outputs({half_close}, {half_ref}).empty());
+    CHECK_FALSE(tune::check_outputs({half_far}, {half_ref}).empty());
+    CHECK_FALSE(tune::check_outputs({cast(ref, DType::f16)}, {ref}).empty());  // dtype mismatch
+}
+
+TEST_CASE("measuring on the GPU: the worker times plans, the evaluator checks and caches segments", "[gpu][tune]") {
+    STOF_REQUIRE_GPU();
+    tune::MeasureOptions mo;
+    mo.worker = {STOF_STOFC_PATH, "tune-worker"};
+    {
+        tune::Measurer m(mo);
+        CHECK(m.device().sm_count > 0);
+        const tune::Measurement r = m.measure(copy_plan(), 7, true);
+        REQUIRE(r.ok);
+        CHECK(r.median_us > 0);
+        REQUIRE(r.outputs.size() == 1);
+        CHECK(r.outputs[0].get_f64(0) >= -1);
+        CHECK(r.outputs[0].get_f64(0) <= 1);
+        const tune::Measurement again = m.measure(copy_plan(), 7, true);
+        REQUIRE(again.ok);
+        CHECK(again.outputs[0].bytes == r.outputs[0].bytes);  // the same seed, the same inputs
+    }
+    // A small layer: x·W + r, LayerNorm, GELU; searched on the GPU at fp16.
+    std::mt19937_64 rng = test::make_rng();
+    test::OnnxBuilder b;
+    b.input("x", onnx::TensorProto::FLOAT, {256, 256});
+    b.input("r", onnx::TensorProto::FLOAT, {256, 256});
+    b.initializer("w", test::random_tensor(DType::f32, {256, 256}, rng));
+    b.initializer("scale", test::random_tensor(DType::f32, {256}, rng));
+    b.node("MatMul", {"x", "w"}, {"h"});
+    b.node("Add", {"h", "r"}, {"s"});
+    b.node("LayerNormalization", {"s", "scale"}, {"n"});
+    b.node("Tanh", {"n"}, {"y"});
+    b.output("y");
+    const std::filesystem::path cache = std::filesystem::temp_directory_path() / ("stof-test-gpu-tune-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(cache);
+    ::setenv("SOURCE_DATE_EPOCH", "1700000000", 1);
+    std::vector<std::string> plans;
+    for (int pass = 0; pass < 3; ++pass) {
+        ir::Graph g = import_onnx_bytes(b.bytes(), "", "layer");
+        tune::GpuEvaluatorOptions eo;
+        eo.lower.precision = Precision::fp16;
+        eo.lower.arch = "sm_90";
+        eo.lower.cache_dir = cache.string();
+        eo.cache_dir = cache.string();
+        eo.measure = mo;
+        tune::GpuEvaluator ev(eo);
+        CompileOptions opt;
+        opt.lower = eo.lower;
+        opt.evaluator = &ev;
+        const plan::Plan p = compile_model(g, opt);
+        CHECK_FALSE(p.steps.empty());
+        plans.push_back(plan::serialize_plan(p));
+        ev.save_cache();
+        INFO("pass " << pass);
+        if (pass == 0) {
+            CHECK(ev.stats().measured > 0);
+            CHECK(ev.stats().rejected == 0);
+            CHECK(ev.stats().failed == 0);
+        } else {
+            CHECK(ev.stats().measured == 0);  // everything from the tuning cache
+            CHECK(ev.stats().from_cache > 0);
+        }
+    }
+    // With the same tuning cache, the same plan, byte for byte.
+    CHECK(plans[1] == plans[2]);
+    ::unsetenv("SOURCE_DATE_EPOCH");
+    std::filesystem::remove_all(cache);
+}

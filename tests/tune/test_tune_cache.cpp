@@ -1,0 +1,105 @@
+// The tuning cache: round trip, a version change invalidates, a damaged or foreign
+// file is ignored (and replaced), offline lookups by architecture.
+#include "test_util.hpp"
+#include "tune/tune_cache.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+using namespace stof;
+namespace fs = std::filesystem;
+
+namespace {
+
+tune::CacheIdentity h100() {
+    return {"NVIDIA H100 80GB HBM3", 132, 9, 0, 13000, "13.0", 130100, "0.9.0", tune::templates_hash()};
+}
+
+fs::path fresh_dir(const std::string& name) {
+    const fs::path d = fs::temp_directory_path() / ("stof-test-" + name + "-" + std::to_string(::getpid()));
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+}
+
+std::string slurp(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+}
+
+}  // namespace
+
+TEST_CASE("tuning cache: records survive a round trip and only for the same identity", "[cpu][tune]") {
+    const fs::path dir = fresh_dir("tune-cache");
+    {
+        tune::TuneCache c(dir.string(), h100());
+        CHECK_FALSE(c.find("k1"));
+        c.put("k1", {12.5, 0.25, 4096, "elementwise"});
+        c.put("plan|x", {900, 3, 0, "plan"});
+        c.save();
+        CHECK(fs::exists(c.path()));
+    }
+    tune::TuneCache again(dir.string(), h100());
+    REQUIRE(again.find("k1"));
+    CHECK(again.find("k1")->us == 12.5);
+    CHECK(again.find("k1")->spread == 0.25);
+    CHECK(again.find("k1")->bytes == 4096);
+    CHECK(again.find("plan|x")->kind == "plan");
+
+    // Any version in the identity changes: a different file, nothing found.
+    for (int field = 0; field < 4; ++field) {
+        tune::CacheIdentity id = h100();
+        if (field == 0) id.driver = 13010;
+        if (field == 1) id.stofc = "0.9.1";
+        if (field == 2) id.templates = "0000000000000000";
+        if (field == 3) id.sm_count = 114;
+        CHECK_FALSE(tune::TuneCache(dir.string(), id).find("k1"));
+    }
+    // Offline: found by architecture when the software versions match.
+    CHECK(tune::TuneCache::for_arch(dir.string(), h100(), "sm_90").find("k1"));
+    CHECK_FALSE(tune::TuneCache::for_arch(dir.string(), h100(), "sm_80").find("k1"));
+    tune::CacheIdentity newer = h100();
+    newer.stofc = "1.0.0";
+    CHECK_FALSE(tune::TuneCache::for_arch(dir.string(), newer, "sm_90").find("k1"));
+    fs::remove_all(dir);
+}
+
+TEST_CASE("tuning cache: a damaged or foreign file is ignored and replaced on save", "[cpu][tune]") {
+    const fs::path dir = fresh_dir("tune-cache-damaged");
+    std::string path;
+    {
+        tune::TuneCache c(dir.string(), h100());
+        c.put("k1", {12.5, 0.25, 4096, "elementwise"});
+        c.save();
+        path = c.path();
+    }
+    const std::string good = slurp(path);
+    const std::vector<std::pair<std::string, std::string>> damages = {
+        {"truncated", good.substr(0, good.size() / 2)},
+        {"a changed time", [&] {
+             std::string s = good;
+             s.replace(s.find("12.5"), 4, "10.5");
+             return s;
+         }()},
+        {"another GPU's identity", [&] {
+             std::string s = good;
+             s.replace(s.find("H100"), 4, "A100");
+             return s;
+         }()},
+        {"not JSON", std::string("\x7f" "ELF\x02\x01", 6)},
+    };
+    for (const auto& [what, bytes] : damages) {
+        INFO(what);
+        { std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes; }
+        tune::TuneCache c(dir.string(), h100());
+        CHECK_FALSE(c.find("k1"));
+        c.put("k2", {3, 0.1, 64, "rownorm"});
+        c.save();
+        tune::TuneCache again(dir.string(), h100());
+        CHECK(again.find("k2"));
+        CHECK_FALSE(again.find("k1"));
+    }
+    fs::remove_all(dir);
+}
