@@ -4,9 +4,11 @@
 #include "cli/commands.hpp"
 #include "codegen/nvrtc.hpp"
 #include "compile.hpp"
+#include "fusion/cost_model.hpp"
 #include "onnx/import.hpp"
 #include "plan/plan_writer.hpp"
 #include "stof/error.hpp"
+#include "stof/version.hpp"
 #include "tune/gpu_evaluator.hpp"
 #include "tune/progress.hpp"
 
@@ -87,6 +89,7 @@ void run_compile(const CompileArgs& a) {
     opt.lower.model = std::filesystem::path(a.model).filename().string();
     std::unique_ptr<tune::GpuEvaluator> gpu;
     std::unique_ptr<tune::ProgressLine> progress;
+    std::unique_ptr<fusion::CostModel> model;
     if (tune != "off") {
         const bool full = tune == "full";
         opt.search.budget_s = a.tune_budget > 0 ? a.tune_budget : full ? 600 : 60;
@@ -101,8 +104,20 @@ void run_compile(const CompileArgs& a) {
         opt.search.on_progress = [&](const fusion::SearchProgress& sp) { (*progress)(sp); };
         opt.evaluator = gpu.get();
         spdlog::info("tuning ({}) on {}, budget {:.0f} s", tune, gpu->identity().gpu, opt.search.budget_s);
-    } else if (a.tune.empty() && !a.offline) {
-        spdlog::info("fusion decided by the cost model: {}", no_tuning);
+    } else {
+        // The cost model, with the tuning cache's records for the target GPU where there are some.
+        tune::CacheIdentity id;
+        id.nvrtc = codegen::nvrtc_version();
+        id.stofc = kVersion;
+        id.templates = tune::templates_hash();
+        const tune::TuneCache cache = tune::TuneCache::for_arch(a.cache_dir.empty() ? codegen::default_cache_dir() : a.cache_dir, id, arch);
+        std::map<std::string, fusion::MeasuredTime> measured;
+        for (const auto& [key, r] : cache.records()) measured[key] = {r.us, r.bytes, r.kind};
+        model = std::make_unique<fusion::CostModel>(opt.lower.precision);
+        model->use_measurements(std::move(measured));
+        opt.evaluator = model.get();
+        spdlog::info("fusion decided by the cost model ({}){}", no_tuning.empty() ? "--tune off" : no_tuning,
+                     cache.records().empty() ? "" : fmt::format(", with {} times measured on {} GPUs", cache.records().size(), arch));
     }
     const plan::Plan p = compile_model(g, opt);
     if (gpu) {

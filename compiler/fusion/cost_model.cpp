@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <vector>
 
 namespace stof::fusion {
 
@@ -22,8 +23,39 @@ int64_t CostModel::bytes(const ir::Graph& g, const Segment& s) const {
     return b;
 }
 
+void CostModel::use_measurements(std::map<std::string, MeasuredTime> measured) {
+    measured_ = std::move(measured);
+    // Efficiency = bytes / (time beyond the launch · bandwidth), the median per kernel family.
+    std::vector<double> scalar, vector, row;
+    for (const auto& [key, m] : measured_) {
+        const double busy_us = m.us - device_.launch_us;
+        if (m.bytes <= 0 || busy_us <= 0) continue;
+        const double e = std::clamp(static_cast<double>(m.bytes) / (busy_us * device_.bandwidth_gbs * 1e3), 0.02, 1.0);
+        if (m.kind == segment_kind_name(SegmentKind::elementwise))
+            (key.find("vec=1") != std::string::npos ? scalar : vector).push_back(e);
+        else if (m.kind == segment_kind_name(SegmentKind::rownorm))
+            row.push_back(e);
+    }
+    auto median = [](std::vector<double>& v, double& into) {
+        if (v.empty()) return;
+        std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+        into = v[v.size() / 2];
+    };
+    median(scalar, device_.scalar_efficiency);
+    median(vector, device_.vector_efficiency);
+    median(row, device_.row_efficiency);
+}
+
+std::string CostModel::source_of(const ir::Graph& g, const Segment& s) const {
+    return measured_.count(segment_key(g, s, precision_)) ? "cache" : "model";
+}
+
 Timing CostModel::segment(const ir::Graph& g, const FusionPlan&, const Segment& s) {
     if (s.kind == SegmentKind::view) return {0, 0};
+    if (!measured_.empty()) {
+        auto it = measured_.find(segment_key(g, s, precision_));
+        if (it != measured_.end()) return {it->second.us, 0};
+    }
     double efficiency = device_.row_efficiency;
     if (s.kind == SegmentKind::elementwise) efficiency = s.config.vec == 1 ? device_.scalar_efficiency : device_.vector_efficiency;
     if (s.kind == SegmentKind::gemm || s.kind == SegmentKind::attention) efficiency = 1.0;

@@ -4,11 +4,15 @@
 // bytes: every stored value a segment reads (once, at its own size) and writes, in
 // the plan's storage types; flops: 2·M·N·K for GEMMs. Efficiency: the fraction of
 // the HBM bandwidth a kernel family reaches (one element a thread, 16-byte
-// accesses, row kernels), fitted to the H100's measurements.
+// accesses, row kernels), fitted to the H100's measurements, or to a tuning cache's
+// records for the target GPU, whose own times win where they exist.
 #pragma once
 
 #include "fusion/search.hpp"
 #include "precision.hpp"
+
+#include <map>
+#include <string>
 
 namespace stof::fusion {
 
@@ -19,11 +23,23 @@ struct DeviceModel {
     double scalar_efficiency = 0.55, vector_efficiency = 0.85, row_efficiency = 0.7;
 };
 
+// A time measured on the target GPU (a tuning cache record, tune/tune_cache.hpp).
+struct MeasuredTime {
+    double us = 0;
+    int64_t bytes = 0;
+    std::string kind;  // segment kind name
+};
+
 class CostModel final : public Evaluator {
 public:
     CostModel(Precision precision, DeviceModel device = {}) : precision_(precision), device_(device) {}
+    // Times measured on the target GPU, by segment_key: they win over the estimate, and the
+    // model's efficiencies are fitted to the elementwise and row-norm ones among them.
+    void use_measurements(std::map<std::string, MeasuredTime> measured);
     Timing segment(const ir::Graph& g, const FusionPlan& p, const Segment& s) override;
     const char* source() const override { return "model"; }
+    std::string source_of(const ir::Graph& g, const Segment& s) const override;
+    const DeviceModel& device() const { return device_; }
 
     // Bytes segment s moves (reads of stored values and constants, writes of its outputs).
     int64_t bytes(const ir::Graph& g, const Segment& s) const;
@@ -31,6 +47,7 @@ public:
 private:
     Precision precision_;
     DeviceModel device_;
+    std::map<std::string, MeasuredTime> measured_;
 };
 
 }  // namespace stof::fusion

@@ -20,6 +20,10 @@ Timing Evaluator::plan(const ir::Graph& g, const FusionPlan& p) {
     return t;
 }
 
+std::string segment_key(const ir::Graph& g, const Segment& s, Precision precision) {
+    return fmt::format("{}|{}#{}", precision_name(precision), segment_signature(g, s), s.config.str());
+}
+
 std::vector<Config> config_space(const ir::Graph& g, const Segment& s) {
     std::vector<Config> out;
     if (s.kind == SegmentKind::elementwise) {

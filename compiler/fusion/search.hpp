@@ -20,6 +20,7 @@
 
 #include "fusion/choices.hpp"
 #include "fusion/fusion_plan.hpp"
+#include "precision.hpp"
 
 #include <functional>
 #include <limits>
@@ -97,6 +98,9 @@ struct SearchResult {
     int evaluations = 0;
     std::map<std::string, Timing> times;  // segment_signature + "#" + config → its time, for every segment timed
 };
+
+// What identifies a segment's time on one GPU: the plan precision, its signature and config.
+std::string segment_key(const ir::Graph& g, const Segment& s, Precision precision);
 
 // The configs stage 2 samples for segment s (empty when it has none to tune).
 std::vector<Config> config_space(const ir::Graph& g, const Segment& s);

@@ -51,7 +51,7 @@ GpuEvaluator::~GpuEvaluator() = default;
 void GpuEvaluator::save_cache() { cache_->save(); }
 
 std::string GpuEvaluator::key_of(const ir::Graph& g, const fusion::Segment& s) const {
-    return fmt::format("{}|{}#{}", precision_name(opt_.lower.precision), fusion::segment_signature(g, s), s.config.str());
+    return fusion::segment_key(g, s, opt_.lower.precision);
 }
 
 std::string GpuEvaluator::source_of(const ir::Graph& g, const fusion::Segment& s) const {

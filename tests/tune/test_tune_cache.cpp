@@ -1,5 +1,10 @@
 // The tuning cache: round trip, a version change invalidates, a damaged or foreign
-// file is ignored (and replaced), offline lookups by architecture.
+// file is ignored (and replaced), offline lookups by architecture; its times in the
+// offline cost model.
+#include "fusion/cost_model.hpp"
+#include "onnx/import.hpp"
+#include "onnx_builder.hpp"
+#include "pipeline.hpp"
 #include "test_util.hpp"
 #include "tune/tune_cache.hpp"
 
@@ -102,4 +107,37 @@ TEST_CASE("tuning cache: a damaged or foreign file is ignored and replaced on sa
         CHECK_FALSE(again.find("k1"));
     }
     fs::remove_all(dir);
+}
+
+TEST_CASE("offline cost model: a tuning cache's times win and its efficiencies are fitted to them", "[cpu][tune]") {
+    std::mt19937_64 rng = test::make_rng();
+    test::OnnxBuilder b;
+    b.input("x", onnx::TensorProto::FLOAT, {4096, 1024});
+    b.initializer("scale", test::random_tensor(DType::f32, {1024}, rng));
+    b.node("Relu", {"x"}, {"r"});
+    b.node("Mul", {"r", "scale"}, {"y"});
+    b.node("LayerNormalization", {"y", "scale"}, {"z"});
+    b.output("z");
+    ir::Graph g = import_onnx_bytes(b.bytes(), "", "m");
+    run_pipeline(g, {});
+    const fusion::FusionPlan p = fusion::initial_scheme(g);
+    const fusion::Segment* ew = nullptr;
+    for (const fusion::Segment& s : p.segments)
+        if (s.kind == fusion::SegmentKind::elementwise) ew = &s;
+    REQUIRE(ew);
+    fusion::CostModel model(Precision::fp16);
+    const double estimate = model.segment(g, p, *ew).us;
+    CHECK(model.source_of(g, *ew) == "model");
+    const int64_t bytes = model.bytes(g, *ew);
+    // A measured time for this segment: it wins.
+    model.use_measurements({{fusion::segment_key(g, *ew, Precision::fp16), {estimate * 3, bytes, "elementwise"}}});
+    CHECK(model.segment(g, p, *ew).us == estimate * 3);
+    CHECK(model.source_of(g, *ew) == "cache");
+    // Another segment measured at half the default efficiency: the model is fitted to it.
+    fusion::CostModel fitted(Precision::fp16);
+    const double e = fitted.device().vector_efficiency / 2;
+    fitted.use_measurements({{"fp16|another#default", {fitted.device().launch_us + 1e-3 * static_cast<double>(bytes) / (fitted.device().bandwidth_gbs * e), bytes, "elementwise"}}});
+    CHECK(fitted.device().vector_efficiency == Approx(e));
+    CHECK(fitted.segment(g, p, *ew).us > estimate);
+    CHECK(fitted.source_of(g, *ew) == "model");
 }
