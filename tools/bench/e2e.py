@@ -45,6 +45,7 @@ import contextlib
 import gc
 import hashlib
 import json
+import os
 import re
 import shutil
 import signal
@@ -316,11 +317,18 @@ def run_case(c, a, stof, work, flash_reason):
         (work / f"{tag}.stofc.log").write_text(r.stderr)
         tuning = [ln.split("] ", 1)[-1] for ln in r.stderr.splitlines() if "tuning" in ln or "fusion:" in ln]
         if tuning:
-            res["stofc"]["tuning"] = tuning
+            res["stofc"]["tuning_log"] = tuning
+        if a.tuning_report:
+            tuning_report(res["stofc"], cmd, r.stderr, work / f"{tag}.plan")
         stage = "plan"
         plan = stof.plan(work / f"{tag}.plan")
         for n, v in feeds.items():
             plan.set_input(n, v)
+        off_plan = None
+        if a.tuning_report:
+            off_plan = stof.plan(work / f"{tag}.plan.off")
+            for n, v in feeds.items():
+                off_plan.set_input(n, v)
     except Exception as e:
         res["stofc"] = {"status": "failed", "reason": f"{stage}: {one_line(e)}"}
 
@@ -340,6 +348,10 @@ def run_case(c, a, stof, work, flash_reason):
                 st["status"] = "ok" if st["err"] <= err_torch + TOL else "FAIL"
                 if st["status"] == "ok":
                     st["ms"], st["calls"] = timed(lambda: plan.run(True), a.reps)
+                if off_plan is not None:
+                    off_plan.run(True)
+                    st["tuning"]["offline_err"] = float(np.abs(off_plan.output("last_hidden_state") - ref).max())
+                    st["tuning"]["offline_ms"], _ = timed(lambda: off_plan.run(True), a.reps)
             except StofError as e:
                 st.update(status="failed", reason=one_line(e))
         log(f"{tag}: stofc {cell(res['stofc'])}")
@@ -383,6 +395,33 @@ def run_case(c, a, stof, work, flash_reason):
     return row
 
 
+WHOLE_PLAN = re.compile(r"initial scheme ([0-9.]+) us, after stage 1 ([0-9.]+) us, after stage 2 ([0-9.]+) us")
+
+
+def tuning_report(st, cmd, log_text, plan_path):
+    """What tuning cost and gave: the search's whole-plan times, a recompile with the warm
+    tuning cache (its time, and whether two warm compiles give the same bytes) and an
+    offline (--tune off) plan beside the tuned one (timed with the others)."""
+    m = WHOLE_PLAN.search(log_text)
+    rep = {"cold_s": st["compile_s"]}
+    if m:
+        rep.update(initial_us=float(m[1]), stage1_us=float(m[2]), final_us=float(m[3]))
+    env = dict(os.environ, SOURCE_DATE_EPOCH="1700000000")
+    warm = []
+    for i in range(2):
+        c = [str(x) for x in cmd]
+        c[c.index("-o") + 1] = f"{plan_path}.warm{i}"
+        t0 = time.time()
+        subprocess.run(c, capture_output=True, check=True, env=env)
+        warm.append(time.time() - t0)
+    rep["warm_s"] = round(min(warm), 2)
+    rep["warm_identical"] = Path(f"{plan_path}.warm0").read_bytes() == Path(f"{plan_path}.warm1").read_bytes()
+    c = [str(x) for x in cmd] + ["--tune", "off"]
+    c[c.index("-o") + 1] = f"{plan_path}.off"
+    subprocess.run(c, capture_output=True, check=True)
+    st["tuning"] = rep
+
+
 def fmt_ms(ms):
     return f"{ms:.3f}" if ms < 1 else f"{ms:.2f}"
 
@@ -420,6 +459,18 @@ def markdown(rows, peers):
         lines.append("| " + " | ".join(first + [cell(st), *[cell(res.get(p)) for p in peers],
                                                  ratio(best(res, FLEX_PEERS)), ratio(best(res, peers)), err,
                                                  str(st.get("compile_s", "–"))]) + " |")
+    tuned = [r for r in rows if "tuning" in r.get("results", {}).get("stofc", {})]
+    if tuned:
+        lines += ["", "| model | B | S | tuning s (cold) | recompile s (warm cache) | warm plans identical | whole plan µs: "
+                  "initial scheme | + stage 1 | + stage 2 | offline plan ms | offline / tuned |", "|" + "---|" * 11]
+        for r in tuned:
+            st = r["results"]["stofc"]
+            t = st["tuning"]
+            us = [f"{t[k]:.1f}" if k in t else "–" for k in ("initial_us", "stage1_us", "final_us")]
+            off = t.get("offline_ms")
+            lines.append("| " + " | ".join([r["family"], str(r["batch"]), str(r["seq"]), str(t["cold_s"]), str(t["warm_s"]),
+                                           "yes" if t["warm_identical"] else "NO", *us, fmt_ms(off) if off else "–",
+                                           f"{off / st['ms']:.2f}×" if off and st.get("ms") else "–"]) + " |")
     return "\n".join(lines)
 
 
@@ -442,6 +493,9 @@ def main():
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--stofc-arg", action="append", default=[], metavar="ARG",
                     help="an extra `stofc compile` argument (repeatable), e.g. --stofc-arg=--tune=full")
+    ap.add_argument("--tuning-report", action="store_true",
+                    help="per case also: a warm recompile (time, byte-identical), an offline plan's time, the search's "
+                         "whole-plan times (needs a GPU to tune on: stofc's default --tune fast)")
     ap.add_argument("--skip-peers", default="", type=lambda v: [p for p in v.split(",") if p],
                     help=f"comma-separated peers not to run ({', '.join(PEERS)})")
     ap.add_argument("--json")
