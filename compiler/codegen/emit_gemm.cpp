@@ -33,9 +33,10 @@ int64_t operand_stride(LowerState& st, int32_t& t, const Shape& b, const Shape& 
 
 }  // namespace
 
-void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::Node*>& epilogue_nodes) {
+void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::Node*>& epilogue_nodes, int algo) {
     const ir::Graph& g = st.g;
     plan::GemmStep gs;
+    gs.algo = static_cast<uint8_t>(algo);
     gs.a = st.tensor(n.inputs[0]);
     gs.b = st.tensor(n.inputs[1]);
     // cuBLASLt multiplies operands of one type: the plan's float storage type.

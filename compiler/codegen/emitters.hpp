@@ -26,7 +26,8 @@ void emit_rownorm(LowerState& st, const fusion::Segment& seg);
 // MatMul and Gemm through cuBLASLt, with an optional fused bias, residual
 // (cuBLASLt's C) and activation (`epilogue_nodes`: the Add / Relu / Gelu nodes
 // folded in, in order; the last one's output is the result). (emit_gemm.cpp)
-void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::Node*>& epilogue_nodes);
+// algo: which of cuBLASLt's heuristic candidates runs it (plan::GemmStep::algo).
+void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::Node*>& epilogue_nodes, int algo);
 
 // SparseAttention on the sparse attention kernels. (emit_attention.cpp)
 void emit_attention(LowerState& st, const ir::Node& n);

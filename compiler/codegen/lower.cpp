@@ -138,7 +138,7 @@ plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOp
             case SegmentKind::gemm: {
                 std::vector<const ir::Node*> epi;
                 for (size_t k = 1; k < s.nodes.size(); ++k) epi.push_back(&g.nodes[static_cast<size_t>(s.nodes[k])]);
-                emit_gemm(st, n, epi);
+                emit_gemm(st, n, epi, s.config.algo);
                 break;
             }
         }

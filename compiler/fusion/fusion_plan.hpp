@@ -31,7 +31,10 @@ struct Config {
     int rows = 0;   // rownorm: rows a CTA (one warp a row)
     int grid = 0;   // elementwise: CTAs at most (a grid-stride loop)
     int vec = 0;    // elementwise: 1 for one element a thread per access, else the 16-byte width
-    bool operator==(const Config& o) const { return block == o.block && rows == o.rows && grid == o.grid && vec == o.vec; }
+    int algo = 0;   // gemm: which of cuBLASLt's heuristic candidates (plan::GemmStep::algo)
+    bool operator==(const Config& o) const {
+        return block == o.block && rows == o.rows && grid == o.grid && vec == o.vec && algo == o.algo;
+    }
     bool operator!=(const Config& o) const { return !(*this == o); }
     std::string str() const;  // "block=256,grid=8192" (defaults left out; "default" when all are)
 };
@@ -42,7 +45,7 @@ struct Segment {
                                        // gemm, row, loop and attention segments
     std::vector<ir::ValueId> outputs;  // the values the segment stores
     int position = 0;                  // node index whose place in the graph order the step takes
-    Config config;                     // elementwise and rownorm kernels
+    Config config;                     // elementwise, rownorm and gemm segments
 };
 
 struct FusionPlan {

@@ -1,5 +1,7 @@
 #include "fusion/search.hpp"
 
+#include "stof/plan.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,6 +32,8 @@ std::vector<Config> config_space(const ir::Graph& g, const Segment& s) {
         for (int vec : {0, 1})
             for (int block : {0, 128, 512})
                 for (int grid : {0, 1024, 4096, 32768}) out.push_back({block, 0, grid, vec});
+    } else if (s.kind == SegmentKind::gemm) {
+        for (int algo = 0; algo < plan::kGemmAlgos; ++algo) out.push_back({0, 0, 0, 0, algo});
     } else if (s.kind == SegmentKind::rownorm) {
         const Shape& x = g.value(g.nodes[static_cast<size_t>(s.nodes.front())].inputs[0]).shape;
         const int64_t len = x.empty() ? 1 : x.back();
@@ -313,7 +317,8 @@ private:
             if (measured[c]) continue;
             any.push_back(c);
             const Config& x = space[c];
-            const int diff = (x.block != best.block) + (x.rows != best.rows) + (x.grid != best.grid) + (x.vec != best.vec);
+            const int diff = (x.block != best.block) + (x.rows != best.rows) + (x.grid != best.grid) + (x.vec != best.vec) +
+                             (x.algo != best.algo);
             if (diff == 1) near.push_back(c);
         }
         if (any.empty()) return space.size();

@@ -8,7 +8,7 @@
 // is kept when the segments it changes take less time, by more than
 // max(min_gain, the evaluator's noise), than the segments they replace;
 // otherwise it is rolled back.
-// Stage 2, parameters: every elementwise and row-norm kernel (one per signature,
+// Stage 2, parameters: every elementwise and row-norm kernel and GEMM (one per signature,
 // weighted by how often it occurs) gets stage2_first samples of its config
 // space; later rounds give stage2_batch samples to the kernels in proportion to
 // their reward (recent gain per sample and best time, times occurrences), each a

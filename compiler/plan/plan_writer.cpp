@@ -161,6 +161,7 @@ std::string encode_schedule(const Plan& p) {
                 e.f32(g.alpha);
                 e.f32(g.beta);
                 e.u8(static_cast<uint8_t>(g.epilogue));
+                e.u8(g.algo);
                 break;
             }
             case StepKind::attention: {

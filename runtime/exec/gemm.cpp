@@ -2,6 +2,8 @@
 
 #include "stof/cuda_check.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <cstdint>
 
 namespace stof::exec {
@@ -88,7 +90,7 @@ LtGemm::LtGemm(cublasLtHandle_t lt, const plan::GemmStep& g, DType dtype, const 
 
         cublasLtMatmulPreference_t pref = nullptr;
         STOF_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-        cublasLtMatmulHeuristicResult_t result{};
+        cublasLtMatmulHeuristicResult_t result[plan::kGemmAlgos]{};
         int found = 0;
         const uint32_t align_a = alignment(ptr.b), align_b = alignment(ptr.a), align_c = alignment(ptr_.c),
                        align_d = alignment(ptr.d);
@@ -99,7 +101,7 @@ LtGemm::LtGemm(cublasLtHandle_t lt, const plan::GemmStep& g, DType dtype, const 
             cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b)),
             cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof(align_c)),
             cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d)),
-            cublasLtMatmulAlgoGetHeuristic(lt, op_, la_, lb_, lc_, ld_, pref, 1, &result, &found)};
+            cublasLtMatmulAlgoGetHeuristic(lt, op_, la_, lb_, lc_, ld_, pref, plan::kGemmAlgos, result, &found)};
         cublasLtMatmulPreferenceDestroy(pref);
         for (cublasStatus_t st : s)
             if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED) STOF_CUBLAS_CHECK(st);
@@ -108,7 +110,11 @@ LtGemm::LtGemm(cublasLtHandle_t lt, const plan::GemmStep& g, DType dtype, const 
                    "trans_a={} trans_b={} epilogue {}, alignments {}/{}/{}/{} bytes)",
                    dtype_name(dtype), g.m, g.n, g.k, g.batch, g.lda, g.ldb, g.ldd, g.trans_a, g.trans_b,
                    static_cast<int>(g.epilogue), align_b, align_a, align_c, align_d);
-        algo_ = result.algo;
+        // The plan's choice among the candidates; a cuBLASLt (or GPU) that offers fewer gets its first.
+        if (g.algo >= found)
+            spdlog::warn("gemm m={} n={} k={}: the plan asks for cuBLASLt's candidate {}, this cuBLASLt offers {}; using its first",
+                         g.m, g.n, g.k, g.algo, found);
+        algo_ = result[g.algo < found ? g.algo : 0].algo;
     } catch (...) {
         release();
         throw;

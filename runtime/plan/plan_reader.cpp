@@ -283,6 +283,7 @@ void decode_step(Cursor& c, Step& s) {
             g.alpha = c.f32("alpha");
             g.beta = c.f32("beta");
             g.epilogue = c.enumeration<Epilogue>(static_cast<uint8_t>(Epilogue::bias_relu), "epilogue");
+            g.algo = c.u8("algo");
             break;
         }
         case StepKind::attention: {

@@ -224,6 +224,7 @@ private:
         STOF_CHECK(b.dtype == a.dtype && d.dtype == a.dtype, "dtypes differ: a {}, b {}, d {}", dtype_name(a.dtype),
                    dtype_name(b.dtype), dtype_name(d.dtype));
         writable(g.d, "d");
+        STOF_CHECK(g.algo < kGemmAlgos, "algorithm {} is not one of cuBLASLt's first {} candidates", g.algo, kGemmAlgos);
         STOF_CHECK(g.m >= 1 && g.n >= 1 && g.k >= 1 && g.batch >= 1 && g.m <= kMaxBytes && g.n <= kMaxBytes &&
                        g.k <= kMaxBytes && g.batch <= kMaxBytes,
                    "sizes m={} n={} k={} batch={} must be positive", g.m, g.n, g.k, g.batch);

@@ -79,7 +79,10 @@ struct GemmStep {
     int64_t batch_stride_a = 0, batch_stride_b = 0, batch_stride_c = 0, batch_stride_d = 0;
     float alpha = 1, beta = 0;
     Epilogue epilogue = Epilogue::none;  // bias: [n] broadcast over rows
+    uint8_t algo = 0;  // which of cuBLASLt's heuristic candidates for this GEMM (0: its first; < kGemmAlgos)
 };
+
+constexpr uint8_t kGemmAlgos = 4;  // candidates a GemmStep::algo may pick from
 
 // Sparse multi-head attention on a prebuilt kernel (kernels/attention).
 // q, o: [batch, heads, seq_q, head_dim]; k, v: [batch, kv_heads, seq_k, head_dim],

@@ -53,7 +53,7 @@
 //                arg[] { u8 kind (ParamKind), i32 tensor, u64 byte_offset, i64 i, f32 f }
 //     gemm       i32 a, b, c, d, bias; u64 a_offset, b_offset, c_offset, d_offset;
 //                u8 trans_a, u8 trans_b; i64 m, n, k, batch; i64 lda, ldb, ldc, ldd;
-//                i64 batch_stride_a, _b, _c, _d; f32 alpha, f32 beta; u8 epilogue (Epilogue)
+//                i64 batch_stride_a, _b, _c, _d; f32 alpha, f32 beta; u8 epilogue (Epilogue), u8 algo
 //     attention  operand q, k, v, o { i32 tensor, u64 byte_offset, i64 stride_b, stride_h, stride_s };
 //                i32 batch, heads, kv_heads, seq_q, seq_k, head_dim; f32 scale;
 //                i32 mask, key_valid, bias; i64 bias_stride_h, bias_stride_s; i32 kernel
