@@ -2,7 +2,6 @@
 
 #include "plan/plan_writer.hpp"
 #include "stof/error.hpp"
-#include "stof/npy.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -181,7 +180,17 @@ Measurement Measurer::measure(const plan::Plan& p, uint64_t seed, bool with_outp
             m.median_us = r.at("median_us").get<double>();
             m.spread_us = r.at("spread_us").get<double>();
             m.reps = r.at("reps").get<int>();
-            for (const json& path : r.at("outputs")) m.outputs.push_back(read_npy(path.get<std::string>()));
+            const json& paths = r.at("outputs");
+            STOF_CHECK(!with_outputs || paths.size() == p.outputs.size(), "the worker returned {} outputs of {}", paths.size(),
+                       p.outputs.size());
+            for (size_t i = 0; i < paths.size(); ++i) {
+                const plan::TensorDesc& d = p.tensors[static_cast<size_t>(p.outputs[i])];
+                Tensor t(d.dtype, d.shape);
+                std::ifstream f(paths[i].get<std::string>(), std::ios::binary);
+                f.read(reinterpret_cast<char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+                STOF_CHECK(f.gcount() == static_cast<std::streamsize>(t.bytes.size()), "output {} of the worker is truncated", i);
+                m.outputs.push_back(std::move(t));
+            }
         }
     } catch (const std::exception& e) {
         m.ok = false;

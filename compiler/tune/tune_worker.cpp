@@ -3,13 +3,13 @@
 //   {"op":"device"}  → {"ok":true,"name":..,"sm_count":..,"cc":[9,0],"driver":..,"cublaslt":..}
 //   {"op":"measure","plan":PATH,"seed":N,"reps":N,"warmup":N,"outputs":DIR or ""}
 //                    → {"ok":true,"median_us":..,"spread_us":..,"reps":N,"outputs":[PATH...]}
+//                      (each output's raw bytes, in plan order)
 //   any failure      → {"ok":false,"error":"..."}
 #include "tune/measure.hpp"
 
 #include "exec/executor.hpp"
 #include "plan/plan_reader.hpp"
 #include "stof/cuda_check.hpp"
-#include "stof/npy.hpp"
 
 #include <cublasLt.h>
 #include <nlohmann/json.hpp>
@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <random>
 
@@ -96,8 +97,10 @@ public:
                 const plan::TensorDesc& d = p.tensors[static_cast<size_t>(p.outputs[i])];
                 Tensor t(d.dtype, d.shape);
                 ex.download(p.outputs[i], t.bytes.data());
-                const std::string path = (std::filesystem::path(dir) / fmt::format("out{}.npy", i)).string();
-                write_npy(path, t);
+                const std::string path = (std::filesystem::path(dir) / fmt::format("out{}.bin", i)).string();
+                std::ofstream f(path, std::ios::binary | std::ios::trunc);
+                f.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+                STOF_CHECK(f.flush(), "cannot write {}", path);
                 out["outputs"].push_back(path);
             }
         return out;
