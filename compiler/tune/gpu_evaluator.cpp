@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <set>
 #include <thread>
 
 namespace stof::tune {
@@ -54,6 +55,10 @@ std::string GpuEvaluator::key_of(const ir::Graph& g, const fusion::Segment& s) c
     return fusion::segment_key(g, s, opt_.lower.precision);
 }
 
+std::string GpuEvaluator::signature_of(const ir::Graph& g, const fusion::Segment& s) const {
+    return fmt::format("{}|{}", precision_name(opt_.lower.precision), fusion::segment_signature(g, s));
+}
+
 std::string GpuEvaluator::source_of(const ir::Graph& g, const fusion::Segment& s) const {
     auto it = source_.find(key_of(g, s));
     return it == source_.end() ? "" : it->second;
@@ -74,33 +79,43 @@ plan::Plan GpuEvaluator::lowered(const ir::Graph& g, const fusion::FusionPlan& p
 }
 
 void GpuEvaluator::prefetch(const ir::Graph& g, const fusion::FusionPlan& p, const std::vector<fusion::Segment>& ss) {
-    std::vector<const fusion::Segment*> todo;
+    // Candidates and the references of new signatures, lowered in parallel: (segment, reference?).
+    std::vector<std::pair<const fusion::Segment*, bool>> todo;
+    std::set<std::string> keys, sigs;
     for (const fusion::Segment& s : ss) {
-        const std::string key = key_of(g, s);
-        if (s.kind == fusion::SegmentKind::view || source_.count(key) || cache_->find(key) || prefetched_.count(key)) continue;
-        if (std::any_of(todo.begin(), todo.end(), [&](const fusion::Segment* t) { return key_of(g, *t) == key; })) continue;
-        todo.push_back(&s);
+        const std::string key = key_of(g, s), sig = signature_of(g, s);
+        if (s.kind == fusion::SegmentKind::view || source_.count(key) || cache_->find(key)) continue;
+        if (!prefetched_.count(key) && keys.insert(key).second) todo.push_back({&s, false});
+        if (!references_.count(sig) && !prefetched_refs_.count(sig) && sigs.insert(sig).second) todo.push_back({&s, true});
     }
     parallel_for(todo.size(), [&](size_t i) {
+        const auto [s, ref] = todo[i];
         try {
-            const SegmentGraph sg = segment_graph(g, p, *todo[i], opt_.lower.precision);
-            plan::Plan lowered_plan = codegen::lower(sg.graph, sg.plan, opt_.lower);
+            const SegmentGraph sg = segment_graph(g, p, *s, opt_.lower.precision);
+            plan::Plan lowered_plan = codegen::lower(sg.graph, ref ? fusion::unfused_scheme(sg.graph) : sg.plan, opt_.lower);
             std::lock_guard<std::mutex> lock(prefetched_mutex_);
-            prefetched_.emplace(key_of(g, *todo[i]), std::move(lowered_plan));
+            (ref ? prefetched_refs_ : prefetched_).emplace(ref ? signature_of(g, *s) : key_of(g, *s), std::move(lowered_plan));
         } catch (const std::exception&) {
-            // segment() lowers it again and reports the error
+            // segment() and reference() lower it again and report the error
         }
     });
 }
 
 const std::vector<Tensor>* GpuEvaluator::reference(const ir::Graph& g, const fusion::FusionPlan& p, const fusion::Segment& s) {
-    const std::string sig = fmt::format("{}|{}", precision_name(opt_.lower.precision), fusion::segment_signature(g, s));
+    const std::string sig = signature_of(g, s);
     auto it = references_.find(sig);
     if (it == references_.end()) {
         std::vector<Tensor> outputs;
         try {
-            const SegmentGraph sg = segment_graph(g, p, s, opt_.lower.precision);
-            Measurement m = measurer_.measure(codegen::lower(sg.graph, fusion::unfused_scheme(sg.graph), opt_.lower), opt_.seed, true);
+            plan::Plan unfused;
+            if (auto pre = prefetched_refs_.find(sig); pre != prefetched_refs_.end()) {
+                unfused = std::move(pre->second);
+                prefetched_refs_.erase(pre);
+            } else {
+                const SegmentGraph sg = segment_graph(g, p, s, opt_.lower.precision);
+                unfused = codegen::lower(sg.graph, fusion::unfused_scheme(sg.graph), opt_.lower);
+            }
+            Measurement m = measurer_.measure(unfused, opt_.seed, true);
             if (m.ok)
                 outputs = std::move(m.outputs);
             else

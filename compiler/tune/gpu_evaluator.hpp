@@ -49,7 +49,8 @@ public:
     void save_cache();
 
 private:
-    std::string key_of(const ir::Graph& g, const fusion::Segment& s) const;
+    std::string key_of(const ir::Graph& g, const fusion::Segment& s) const;        // its time's key (config included)
+    std::string signature_of(const ir::Graph& g, const fusion::Segment& s) const;  // its reference's key
     plan::Plan lowered(const ir::Graph& g, const fusion::FusionPlan& p, const fusion::Segment& s);
     const std::vector<Tensor>* reference(const ir::Graph& g, const fusion::FusionPlan& p, const fusion::Segment& s);
 
@@ -62,6 +63,7 @@ private:
     std::map<std::string, std::vector<Tensor>> references_;      // signature → outputs (empty: its reference failed)
     std::mutex prefetched_mutex_;
     std::map<std::string, plan::Plan> prefetched_;               // key → lowered candidate
+    std::map<std::string, plan::Plan> prefetched_refs_;          // signature → lowered unfused segment
 };
 
 }  // namespace stof::tune
