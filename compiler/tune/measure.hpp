@@ -5,9 +5,11 @@
 // A measurement loads the plan with the executor, fills its inputs with random
 // data from `seed` (the same plan inputs give the same data: floats uniform in
 // [-1, 1], integers in the tensor's [int_lo, int_hi] or 0, bools 0/1), runs
-// `warmup` CUDA-graph replays, then `reps` replays each timed with CUDA events
-// after a write of twice the L2 size (no replay reads its inputs from a warm L2).
-// The time is the median replay, the spread half the interquartile range.
+// `warmup` CUDA-graph replays, then times, with CUDA events, `reps` replays of one
+// graph holding N copies of the plan's steps back to back (N up to 20, for about
+// 200 µs a replay): each copy pays what its steps pay inside a whole plan (launches
+// inside a graph, inputs as warm as a neighbour's fresh outputs), not a host launch.
+// The time is the median replay over N, the spread half the interquartile range.
 #pragma once
 
 #include "stof/plan.hpp"
