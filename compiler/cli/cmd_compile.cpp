@@ -124,8 +124,10 @@ void run_compile(const CompileArgs& a) {
         progress->finish();
         gpu->save_cache();
         const tune::EvaluatorStats& st = gpu->stats();
-        spdlog::info("tuning: {} measured, {} from the tuning cache, {} rejected (wrong output), {} failed", st.measured,
-                     st.from_cache, st.rejected, st.failed);
+        spdlog::info("tuning: {} measured, {} from the tuning cache, {} rejected (wrong output), {} failed; lowering {:.1f} s, "
+                     "measuring {:.1f} s (loading plans {:.1f} s), checking outputs {:.1f} s, whole plans {:.1f} s",
+                     st.measured, st.from_cache, st.rejected, st.failed, st.lowering_s, st.measuring_s, st.loading_s,
+                     st.checking_s, st.whole_plans_s);
     }
     // Default: <model stem>.plan in the current directory.
     const std::string output =

@@ -10,12 +10,26 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <thread>
 
 namespace stof::tune {
 
 namespace {
+
+// Adds the seconds from construction to destruction to `into`.
+class Stopwatch {
+public:
+    explicit Stopwatch(double& into) : into_(into) {}
+    ~Stopwatch() { into_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+    Stopwatch(const Stopwatch&) = delete;
+    Stopwatch& operator=(const Stopwatch&) = delete;
+
+private:
+    double& into_;
+    std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+};
 
 uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
     for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
@@ -74,6 +88,7 @@ plan::Plan GpuEvaluator::lowered(const ir::Graph& g, const fusion::FusionPlan& p
             return out;
         }
     }
+    const Stopwatch t(stats_.lowering_s);
     const SegmentGraph sg = segment_graph(g, p, s, opt_.lower.precision);
     return codegen::lower(sg.graph, sg.plan, opt_.lower);
 }
@@ -88,6 +103,7 @@ void GpuEvaluator::prefetch(const ir::Graph& g, const fusion::FusionPlan& p, con
         if (!prefetched_.count(key) && keys.insert(key).second) todo.push_back({&s, false});
         if (!references_.count(sig) && !prefetched_refs_.count(sig) && sigs.insert(sig).second) todo.push_back({&s, true});
     }
+    const Stopwatch t(stats_.lowering_s);
     parallel_for(todo.size(), [&](size_t i) {
         const auto [s, ref] = todo[i];
         try {
@@ -112,10 +128,11 @@ const std::vector<Tensor>* GpuEvaluator::reference(const ir::Graph& g, const fus
                 unfused = std::move(pre->second);
                 prefetched_refs_.erase(pre);
             } else {
+                const Stopwatch t(stats_.lowering_s);
                 const SegmentGraph sg = segment_graph(g, p, s, opt_.lower.precision);
                 unfused = codegen::lower(sg.graph, fusion::unfused_scheme(sg.graph), opt_.lower);
             }
-            Measurement m = measurer_.measure(unfused, opt_.seed, true);
+            Measurement m = measure(unfused, true);
             if (m.ok)
                 outputs = std::move(m.outputs);
             else
@@ -126,6 +143,13 @@ const std::vector<Tensor>* GpuEvaluator::reference(const ir::Graph& g, const fus
         it = references_.emplace(sig, std::move(outputs)).first;
     }
     return it->second.empty() ? nullptr : &it->second;
+}
+
+Measurement GpuEvaluator::measure(const plan::Plan& p, bool with_outputs) {
+    const Stopwatch t(stats_.measuring_s);
+    Measurement m = measurer_.measure(p, opt_.seed, with_outputs);
+    stats_.loading_s += m.load_ms / 1e3;
+    return m;
 }
 
 fusion::Timing GpuEvaluator::segment(const ir::Graph& g, const fusion::FusionPlan& p, const fusion::Segment& s) {
@@ -145,13 +169,18 @@ fusion::Timing GpuEvaluator::segment(const ir::Graph& g, const fusion::FusionPla
             ++stats_.failed;
             return kUnusable;
         }
-        m = measurer_.measure(cand, opt_.seed, true);
+        m = measure(cand, true);
         if (!m.ok) {
             ++stats_.failed;
             spdlog::debug("tuning: {} with {} failed: {}", fusion::segment_kind_name(s.kind), s.config.str(), m.error);
             return kUnusable;
         }
-        if (const std::string why = check_outputs(m.outputs, *ref); !why.empty()) {
+        std::string why;
+        {
+            const Stopwatch t(stats_.checking_s);
+            why = check_outputs(m.outputs, *ref);
+        }
+        if (!why.empty()) {
             ++stats_.rejected;
             spdlog::debug("tuning: {} with {} rejected: {}", fusion::segment_kind_name(s.kind), s.config.str(), why);
             return kUnusable;
@@ -174,6 +203,7 @@ fusion::Timing GpuEvaluator::plan(const ir::Graph& g, const fusion::FusionPlan& 
     const std::string key = fmt::format("plan|{}|{:016x}", precision_name(opt_.lower.precision), h);
     if (const std::optional<CacheRecord> r = cache_->find(key)) return {r->us, r->spread};
     Measurement m;
+    const Stopwatch t(stats_.whole_plans_s);
     try {
         codegen::LowerOptions whole = opt_.lower;
         whole.jobs = 0;

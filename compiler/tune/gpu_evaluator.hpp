@@ -29,6 +29,9 @@ struct GpuEvaluatorOptions {
 
 struct EvaluatorStats {
     int measured = 0, from_cache = 0, rejected = 0, failed = 0;
+    // Where the time went (s): lowering candidates and references (NVRTC), in the worker
+    // (loading plans, timing, returning outputs; of which loading), checking outputs, whole plans.
+    double lowering_s = 0, measuring_s = 0, loading_s = 0, checking_s = 0, whole_plans_s = 0;
 };
 
 class GpuEvaluator final : public fusion::Evaluator {
@@ -52,6 +55,7 @@ private:
     std::string key_of(const ir::Graph& g, const fusion::Segment& s) const;        // its time's key (config included)
     std::string signature_of(const ir::Graph& g, const fusion::Segment& s) const;  // its reference's key
     plan::Plan lowered(const ir::Graph& g, const fusion::FusionPlan& p, const fusion::Segment& s);
+    Measurement measure(const plan::Plan& p, bool with_outputs);
     const std::vector<Tensor>* reference(const ir::Graph& g, const fusion::FusionPlan& p, const fusion::Segment& s);
 
     GpuEvaluatorOptions opt_;

@@ -180,6 +180,7 @@ Measurement Measurer::measure(const plan::Plan& p, uint64_t seed, bool with_outp
             m.median_us = r.at("median_us").get<double>();
             m.spread_us = r.at("spread_us").get<double>();
             m.reps = r.at("reps").get<int>();
+            m.load_ms = r.value("load_ms", 0.0);
             const json& paths = r.at("outputs");
             STOF_CHECK(!with_outputs || paths.size() == p.outputs.size(), "the worker returned {} outputs of {}", paths.size(),
                        p.outputs.size());

@@ -35,6 +35,7 @@ struct Measurement {
     std::string error;  // why not ok: the worker's error, a crash or a timeout
     double median_us = 0, spread_us = 0;
     int reps = 0;
+    double load_ms = 0;  // the worker's time to read and load the plan
     std::vector<Tensor> outputs;  // the plan's outputs after the runs, in plan order (when asked for)
 };
 

@@ -2,7 +2,7 @@
 // line on stdin, one JSON reply a line on stdout:
 //   {"op":"device"}  → {"ok":true,"name":..,"sm_count":..,"cc":[9,0],"driver":..,"cublaslt":..}
 //   {"op":"measure","plan":PATH,"seed":N,"reps":N,"warmup":N,"outputs":DIR or ""}
-//                    → {"ok":true,"median_us":..,"spread_us":..,"reps":N,"outputs":[PATH...]}
+//                    → {"ok":true,"load_ms":..,"median_us":..,"spread_us":..,"reps":N,"outputs":[PATH...]}
 //                      (each output's raw bytes, in plan order)
 //   any failure      → {"ok":false,"error":"..."}
 #include "tune/measure.hpp"
@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -61,6 +62,7 @@ public:
     }
 
     json measure(const json& req) {
+        const auto t0 = std::chrono::steady_clock::now();
         exec::Executor ex(plan::read_plan(req.at("plan").get<std::string>()), 0);
         ex.activate();
         prepare();
@@ -70,6 +72,7 @@ public:
             const int32_t t = p.inputs[i];
             ex.upload(t, random_input(p.tensors[static_cast<size_t>(t)], seed * 1000003 + i).bytes.data());
         }
+        const auto t1 = std::chrono::steady_clock::now();
         const int reps = std::max(1, req.at("reps").get<int>()), warmup = std::max(1, req.at("warmup").get<int>());
         for (int i = 0; i < warmup; ++i) ex.enqueue(true);
         ex.synchronize();
@@ -84,6 +87,7 @@ public:
         for (int r = 0; r < reps; ++r) us.push_back(timed(ex.stream(), copies, replay));
         std::sort(us.begin(), us.end());
         json out = {{"ok", true},
+                    {"load_ms", std::chrono::duration<double, std::milli>(t1 - t0).count()},
                     {"median_us", us[us.size() / 2]},
                     {"spread_us", (us[us.size() * 3 / 4] - us[us.size() / 4]) / 2},
                     {"reps", reps},
