@@ -418,7 +418,9 @@ def tuning_report(st, cmd, log_text, plan_path):
     rep["warm_identical"] = Path(f"{plan_path}.warm0").read_bytes() == Path(f"{plan_path}.warm1").read_bytes()
     c = [str(x) for x in cmd] + ["--tune", "off"]
     c[c.index("-o") + 1] = f"{plan_path}.off"
+    t0 = time.time()
     subprocess.run(c, capture_output=True, check=True)
+    rep["offline_compile_s"] = round(time.time() - t0, 2)
     st["tuning"] = rep
 
 
@@ -461,15 +463,15 @@ def markdown(rows, peers):
                                                  str(st.get("compile_s", "–"))]) + " |")
     tuned = [r for r in rows if "tuning" in r.get("results", {}).get("stofc", {})]
     if tuned:
-        lines += ["", "| model | B | S | tuning s (cold) | recompile s (warm cache) | warm plans identical | whole plan µs: "
-                  "initial scheme | + stage 1 | + stage 2 | offline plan ms | offline / tuned |", "|" + "---|" * 11]
+        lines += ["", "| model | B | S | tuning s (cold) | recompile s (warm cache) | --tune off s | warm plans identical | "
+                  "whole plan µs: initial scheme | + stage 1 | + stage 2 | offline plan ms | offline / tuned |", "|" + "---|" * 12]
         for r in tuned:
             st = r["results"]["stofc"]
             t = st["tuning"]
             us = [f"{t[k]:.1f}" if k in t else "–" for k in ("initial_us", "stage1_us", "final_us")]
             off = t.get("offline_ms")
             lines.append("| " + " | ".join([r["family"], str(r["batch"]), str(r["seq"]), str(t["cold_s"]), str(t["warm_s"]),
-                                           "yes" if t["warm_identical"] else "NO", *us, fmt_ms(off) if off else "–",
+                                           str(t.get("offline_compile_s", "–")), "yes" if t["warm_identical"] else "NO", *us, fmt_ms(off) if off else "–",
                                            f"{off / st['ms']:.2f}×" if off and st.get("ms") else "–"]) + " |")
     return "\n".join(lines)
 
