@@ -52,6 +52,7 @@ Executor::Executor(plan::Plan plan, int device) : plan_(std::move(plan)), device
         cc_minor_ = prop.minor;
         device_name_ = fmt::format("{} (sm_{}{})", prop.name, cc_major_, cc_minor_);
         STOF_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+        STOF_CUDA_CHECK(cudaEventCreateWithFlags(&last_done_, cudaEventDisableTiming));
         load_modules();
         allocate();
         upload_masks();
@@ -69,6 +70,7 @@ Executor::~Executor() { release(); }
 void Executor::release() noexcept {
     cudaSetDevice(device_);
     if (stream_) cudaStreamSynchronize(stream_);
+    if (last_recorded_) cudaEventSynchronize(last_done_);
     if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
     if (graph_) cudaGraphDestroy(graph_);
     graph_exec_ = nullptr;
@@ -88,6 +90,9 @@ void Executor::release() noexcept {
     functions_.clear();
     if (stream_) cudaStreamDestroy(stream_);
     stream_ = nullptr;
+    if (last_done_) cudaEventDestroy(last_done_);
+    last_done_ = nullptr;
+    last_recorded_ = false;
     cudaGetLastError();  // leave no error behind for the caller's next CUDA call
 }
 
@@ -372,40 +377,42 @@ void Executor::prepare_steps() {
     }
 }
 
-void Executor::enqueue_step(size_t i) {
+void Executor::enqueue_step(size_t i) { enqueue_step(i, stream_); }
+
+void Executor::enqueue_step(size_t i, cudaStream_t stream) {
     const Prepared& p = steps_[i];
     switch (p.kind) {
         case plan::StepKind::launch: {
             const Launch& L = p.launch;
             STOF_CU_CHECK(driver().cuLaunchKernel(L.fn, L.grid[0], L.grid[1], L.grid[2], L.block[0], L.block[1], L.block[2],
-                                                  L.shared_bytes, reinterpret_cast<CUstream>(stream_),
+                                                  L.shared_bytes, reinterpret_cast<CUstream>(stream),
                                                   const_cast<void**>(L.params.data()), nullptr));
             break;
         }
-        case plan::StepKind::gemm: p.gemm->run(lt_, workspace_, kWorkspaceBytes, stream_); break;
+        case plan::StepKind::gemm: p.gemm->run(lt_, workspace_, kWorkspaceBytes, stream); break;
         case plan::StepKind::attention:
-            STOF_CUDA_CHECK(kernels::launch_attention(p.attention, p.attention_kernel, stream_));
+            STOF_CUDA_CHECK(kernels::launch_attention(p.attention, p.attention_kernel, stream));
             break;
         case plan::StepKind::key_valid: {
             const KeyValid& k = p.key_valid;
-            STOF_CUDA_CHECK(kernels::launch_key_valid(k.mask, k.elem_bytes, k.batch, k.seq, k.words, stream_));
+            STOF_CUDA_CHECK(kernels::launch_key_valid(k.mask, k.elem_bytes, k.batch, k.seq, k.words, stream));
             break;
         }
         case plan::StepKind::copy:
-            STOF_CUDA_CHECK(cudaMemcpyAsync(p.copy.dst, p.copy.src, p.copy.bytes, cudaMemcpyDeviceToDevice, stream_));
+            STOF_CUDA_CHECK(cudaMemcpyAsync(p.copy.dst, p.copy.src, p.copy.bytes, cudaMemcpyDeviceToDevice, stream));
             break;
         case plan::StepKind::mask_convert: {
             const MaskConvert& c = p.mask_convert;
-            STOF_CUDA_CHECK(kernels::convert_dense_mask(c.in, c.tile_m, c.tile_n, c.out, c.workspace, c.workspace_bytes, stream_));
+            STOF_CUDA_CHECK(kernels::convert_dense_mask(c.in, c.tile_m, c.tile_n, c.out, c.workspace, c.workspace_bytes, stream));
             break;
         }
     }
 }
 
-void Executor::enqueue_steps() {
+void Executor::enqueue_steps(cudaStream_t stream) {
     for (size_t i = 0; i < steps_.size(); ++i) {
         try {
-            enqueue_step(i);
+            enqueue_step(i, stream);
         } catch (const Error& e) {
             const plan::Step& s = plan_.steps[i];
             STOF_FAIL("schedule step {} ({}): {}", i, s.label.empty() ? plan::step_kind_name(s.kind) : s.label, e.what());
@@ -417,7 +424,9 @@ void Executor::run_step(size_t i) {
     STOF_CHECK(i < steps_.size(), "step {} is out of range ({} steps)", i, steps_.size());
     activate();
     try {
-        enqueue_step(i);
+        begin_on(stream_);
+        enqueue_step(i, stream_);
+        end_on(stream_);
         synchronize();
     } catch (const Error& e) {
         const plan::Step& s = plan_.steps[i];
@@ -428,7 +437,7 @@ void Executor::run_step(size_t i) {
 void Executor::capture() {
     STOF_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     try {
-        enqueue_steps();
+        enqueue_steps(stream_);
     } catch (...) {
         cudaGraph_t partial = nullptr;
         cudaStreamEndCapture(stream_, &partial);
@@ -440,14 +449,29 @@ void Executor::capture() {
     STOF_CUDA_CHECK(cudaGraphInstantiate(&graph_exec_, graph_, 0));
 }
 
-void Executor::enqueue(bool graph) {
+void Executor::enqueue(bool graph) { enqueue(graph, stream_); }
+
+void Executor::enqueue(bool graph, cudaStream_t stream) {
     activate();
+    begin_on(stream);
     if (!graph || steps_.empty()) {
-        enqueue_steps();
-        return;
+        enqueue_steps(stream);
+    } else {
+        // Captured once on the executor's own stream; a graph launches on any stream.
+        if (!graph_exec_) capture();
+        STOF_CUDA_CHECK(cudaGraphLaunch(graph_exec_, stream));
     }
-    if (!graph_exec_) capture();
-    STOF_CUDA_CHECK(cudaGraphLaunch(graph_exec_, stream_));
+    end_on(stream);
+}
+
+void Executor::begin_on(cudaStream_t stream) const {
+    if (last_recorded_ && stream != last_stream_) STOF_CUDA_CHECK(cudaStreamWaitEvent(stream, last_done_, 0));
+}
+
+void Executor::end_on(cudaStream_t stream) const {
+    STOF_CUDA_CHECK(cudaEventRecord(last_done_, stream));
+    last_stream_ = stream;
+    last_recorded_ = true;
 }
 
 void Executor::synchronize() const { STOF_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
@@ -456,7 +480,9 @@ void Executor::upload(int32_t t, const void* host) {
     activate();
     const uint64_t bytes = plan_.tensors.at(static_cast<size_t>(t)).bytes();
     if (bytes == 0) return;
+    begin_on(stream_);
     STOF_CUDA_CHECK(cudaMemcpyAsync(address(t), host, bytes, cudaMemcpyHostToDevice, stream_));
+    end_on(stream_);
     synchronize();
 }
 
@@ -464,7 +490,9 @@ void Executor::download(int32_t t, void* host) const {
     activate();
     const uint64_t bytes = plan_.tensors.at(static_cast<size_t>(t)).bytes();
     if (bytes == 0) return;
+    begin_on(stream_);
     STOF_CUDA_CHECK(cudaMemcpyAsync(host, address(t), bytes, cudaMemcpyDeviceToHost, stream_));
+    end_on(stream_);
     synchronize();
 }
 

@@ -1,5 +1,7 @@
 // The executor: one validated plan loaded onto one device, its steps prepared
-// once, run on one stream (plain launches or a CUDA graph captured once).
+// once, run on its own stream or a caller's (plain launches or a CUDA graph
+// captured once). Runs share the plan's memory, so work enqueued on one stream
+// first waits (on the GPU) for the previous run or copy enqueued on another.
 //
 // Device memory: the arena (Plan::arena_bytes, one allocation, zeroed once),
 // the weights buffer (uploaded once), the masks' arrays (one allocation) and,
@@ -32,6 +34,7 @@ public:
 
     const plan::Plan& plan() const { return plan_; }
     std::string device_name() const { return device_name_; }
+    int device() const { return device_; }
     cudaStream_t stream() const { return stream_; }
 
     // Makes this executor's device current for the calling thread.
@@ -40,14 +43,20 @@ public:
     // Device address of tensor t.
     void* address(int32_t t) const;
 
-    // Enqueues one run of every step on the stream (no synchronisation).
-    // graph: replay the CUDA graph, capturing it first if needed.
+    // Enqueues one run of every step on the executor's stream, or on `stream`
+    // (no synchronisation). graph: replay the CUDA graph, capturing it first if needed.
     void enqueue(bool graph);
+    void enqueue(bool graph, cudaStream_t stream);
     void synchronize() const;
     // Runs step i alone and waits for it (tracing; never inside a graph).
     void run_step(size_t i);
-    // Enqueues step i alone (no synchronisation; profiling).
+    // Enqueues step i alone on the executor's stream (no synchronisation; profiling).
     void enqueue_step(size_t i);
+
+    // Orders work on `stream` after everything enqueued so far on any stream
+    // (begin), and records the end of work enqueued on `stream` (end).
+    void begin_on(cudaStream_t stream) const;
+    void end_on(cudaStream_t stream) const;
 
     // Whole-tensor copies between host memory and tensor t (synchronous).
     void upload(int32_t t, const void* host);
@@ -94,7 +103,8 @@ private:
     void allocate();
     void upload_masks();
     void prepare_steps();
-    void enqueue_steps();
+    void enqueue_steps(cudaStream_t stream);
+    void enqueue_step(size_t i, cudaStream_t stream);
     void capture();
     void release() noexcept;
 
@@ -103,6 +113,9 @@ private:
     int cc_major_ = 0, cc_minor_ = 0;
     std::string device_name_;
     cudaStream_t stream_ = nullptr;
+    cudaEvent_t last_done_ = nullptr;            // recorded by end_on
+    mutable cudaStream_t last_stream_ = nullptr;  // the stream it was recorded on
+    mutable bool last_recorded_ = false;
     std::vector<CUmodule> modules_;
     std::vector<CUfunction> functions_;  // per kernel
     void* arena_ = nullptr;

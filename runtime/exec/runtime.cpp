@@ -3,6 +3,9 @@
 #include "exec/executor.hpp"
 #include "plan/plan_reader.hpp"
 #include "stof/cuda_check.hpp"
+#include "stof/cuda_versions.hpp"
+
+#include <cublasLt.h>
 
 #include <algorithm>
 #include <cstring>
@@ -21,6 +24,26 @@ int cuda_device_count() {
     }
     STOF_CHECK(count > 0, "no CUDA device: the CUDA runtime sees no GPU (check the driver and CUDA_VISIBLE_DEVICES)");
     return count;
+}
+
+std::string caller_memory_problem(const void* ptr, int device) {
+    cudaPointerAttributes a{};
+    const cudaError_t e = cudaPointerGetAttributes(&a, ptr);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return fmt::format("address {} cannot be queried: {}", ptr, cudaGetErrorString(e));
+    }
+    if (a.type == cudaMemoryTypeUnregistered)
+        return fmt::format("address {} is not memory the GPU can reach (pass device memory, or host memory through "
+                           "set_input / get_output)", ptr);
+    if (a.type == cudaMemoryTypeDevice && a.device != device)
+        return fmt::format("address {} is memory of CUDA device {}; the plan runs on device {}", ptr, a.device, device);
+    return "";
+}
+
+std::string cuda_versions() {
+    const size_t lt = cublasLtGetVersion();
+    return fmt::format("{}, cuBLASLt {}.{}.{}", cuda_runtime_versions(), lt / 10000, lt % 10000 / 100, lt % 100);
 }
 
 struct Runtime::Impl {
@@ -65,6 +88,7 @@ const plan::Plan& Runtime::plan() const { return impl_->exec.plan(); }
 const std::vector<TensorInfo>& Runtime::inputs() const { return impl_->inputs; }
 const std::vector<TensorInfo>& Runtime::outputs() const { return impl_->outputs; }
 std::string Runtime::device_name() const { return impl_->exec.device_name(); }
+int Runtime::device() const { return impl_->exec.device(); }
 
 void Runtime::set_input(const std::string& name, const Tensor& t) {
     const TensorInfo& in = Impl::find(impl_->inputs, name, "input");
@@ -86,6 +110,46 @@ void Runtime::set_input(size_t index, const void* data, size_t bytes) {
 void Runtime::run(bool graph) {
     impl_->exec.enqueue(graph);
     impl_->exec.synchronize();
+}
+
+void* Runtime::input_address(size_t index) const {
+    STOF_CHECK(index < impl_->inputs.size(), "input index {} is out of range ({} inputs)", index, impl_->inputs.size());
+    return impl_->exec.address(impl_->inputs[index].tensor);
+}
+
+void* Runtime::output_address(size_t index) const {
+    STOF_CHECK(index < impl_->outputs.size(), "output index {} is out of range ({} outputs)", index, impl_->outputs.size());
+    return impl_->exec.address(impl_->outputs[index].tensor);
+}
+
+void Runtime::enqueue(const void* const* inputs, void* const* outputs, bool graph, void* stream) {
+    exec::Executor& ex = impl_->exec;
+    ex.activate();
+    for (size_t i = 0; inputs && i < impl_->inputs.size(); ++i) {
+        const std::string why = inputs[i] ? caller_memory_problem(inputs[i], ex.device()) : "";
+        STOF_CHECK(why.empty(), "input '{}': {}", impl_->inputs[i].name, why);
+    }
+    for (size_t i = 0; outputs && i < impl_->outputs.size(); ++i) {
+        const std::string why = outputs[i] ? caller_memory_problem(outputs[i], ex.device()) : "";
+        STOF_CHECK(why.empty(), "output '{}': {}", impl_->outputs[i].name, why);
+    }
+    const auto s = static_cast<cudaStream_t>(stream);
+    const plan::Plan& p = ex.plan();
+    ex.begin_on(s);
+    for (size_t i = 0; inputs && i < impl_->inputs.size(); ++i) {
+        void* own = ex.address(impl_->inputs[i].tensor);
+        const uint64_t bytes = p.tensors[impl_->inputs[i].tensor].bytes();
+        if (inputs[i] && inputs[i] != own && bytes)
+            STOF_CUDA_CHECK(cudaMemcpyAsync(own, inputs[i], bytes, cudaMemcpyDefault, s));
+    }
+    ex.enqueue(graph, s);
+    for (size_t i = 0; outputs && i < impl_->outputs.size(); ++i) {
+        const void* own = ex.address(impl_->outputs[i].tensor);
+        const uint64_t bytes = p.tensors[impl_->outputs[i].tensor].bytes();
+        if (outputs[i] && outputs[i] != own && bytes)
+            STOF_CUDA_CHECK(cudaMemcpyAsync(outputs[i], own, bytes, cudaMemcpyDefault, s));
+    }
+    ex.end_on(s);
 }
 
 void Runtime::run_traced(const std::function<void(size_t step)>& after_step) {
@@ -141,6 +205,7 @@ std::vector<double> Runtime::profile(int runs, int warmup) {
     try {
         for (cudaEvent_t& e : events) STOF_CUDA_CHECK(cudaEventCreate(&e));
         for (int i = 0; i < warmup; ++i) ex.enqueue(false);
+        ex.begin_on(ex.stream());
         for (int r = 0; r < runs; ++r) {
             STOF_CUDA_CHECK(cudaEventRecord(events[0], ex.stream()));
             for (size_t i = 0; i < n; ++i) {

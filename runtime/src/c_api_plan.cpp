@@ -125,6 +125,41 @@ stof_status stof_plan_set_input(stof_plan* plan, size_t index, const void* data,
     });
 }
 
+stof_status stof_plan_enqueue(stof_plan* plan, const void* const* inputs, void* const* outputs, int use_graph,
+                              void* stream) {
+    return stof::capi::guard(STOF_ERROR_CUDA, [&] {
+        need(plan, "plan");
+        const stof::Runtime& rt = *plan->runtime;
+        for (size_t i = 0; inputs && i < rt.inputs().size(); ++i) {
+            const std::string why = inputs[i] ? stof::caller_memory_problem(inputs[i], rt.device()) : "";
+            if (!why.empty()) throw InvalidArgument{fmt::format("input '{}': {}", rt.inputs()[i].name, why)};
+        }
+        for (size_t i = 0; outputs && i < rt.outputs().size(); ++i) {
+            const std::string why = outputs[i] ? stof::caller_memory_problem(outputs[i], rt.device()) : "";
+            if (!why.empty()) throw InvalidArgument{fmt::format("output '{}': {}", rt.outputs()[i].name, why)};
+        }
+        plan->runtime->enqueue(inputs, outputs, use_graph != 0, stream);
+    });
+}
+
+stof_status stof_plan_input_address(const stof_plan* plan, size_t index, void** address) {
+    return stof::capi::guard(STOF_ERROR_CUDA, [&] {
+        need(plan, "plan");
+        need(address, "address");
+        at(plan->runtime->inputs(), index, "input");
+        *address = plan->runtime->input_address(index);
+    });
+}
+
+stof_status stof_plan_output_address(const stof_plan* plan, size_t index, void** address) {
+    return stof::capi::guard(STOF_ERROR_CUDA, [&] {
+        need(plan, "plan");
+        need(address, "address");
+        at(plan->runtime->outputs(), index, "output");
+        *address = plan->runtime->output_address(index);
+    });
+}
+
 stof_status stof_plan_run(stof_plan* plan, int use_graph) {
     return stof::capi::guard(STOF_ERROR_CUDA, [&] {
         need(plan, "plan");

@@ -1,4 +1,5 @@
 #include "c_api_status.hpp"
+#include "stof/version.hpp"
 
 namespace {
 thread_local std::string last_error;
@@ -17,3 +18,5 @@ void set_last_error(const std::string& message) {
 }  // namespace stof::capi
 
 extern "C" const char* stof_last_error(void) { return last_error.c_str(); }
+
+extern "C" const char* stof_version(void) { return stof::kVersion; }

@@ -2,7 +2,11 @@
  *
  * Every function returns a stof_status; on failure stof_last_error() gives a
  * one-line message. No function aborts the process. Strings and arrays handed
- * out stay valid while the object they describe is open. */
+ * out stay valid while the object they describe is open.
+ *
+ * Installed with the project (`cmake --install`): `find_package(stof)` gives the
+ * imported target stof::stof (this header and libstof.so). A `void* stream` is a
+ * cudaStream_t; this header needs no CUDA header. */
 #ifndef STOF_C_API_H
 #define STOF_C_API_H
 
@@ -35,6 +39,9 @@ typedef enum stof_status {
  * thread's next stof call. (Implementation files record it with
  * stof::capi::set_last_error, runtime/src/c_api_status.hpp.) */
 STOF_API const char* stof_last_error(void);
+
+/* The library's version, "MAJOR.MINOR.PATCH". */
+STOF_API const char* stof_version(void);
 
 /* ---- plans ---------------------------------------------------------------- */
 
@@ -75,6 +82,32 @@ STOF_API stof_status stof_plan_output_info(const stof_plan* plan, size_t index, 
 /* Index of the input / output called `name`. */
 STOF_API stof_status stof_plan_find_input(const stof_plan* plan, const char* name, size_t* index);
 STOF_API stof_status stof_plan_find_output(const stof_plan* plan, const char* name, size_t* index);
+
+/* Asynchronous runs on device memory and a caller's stream.
+ *
+ * stof_plan_enqueue enqueues one run on `stream` (a cudaStream_t of the plan's
+ * device; null = the legacy default stream) and returns without waiting.
+ * `inputs` holds one address per input (num_inputs entries): device, managed or
+ * page-locked host memory holding the input row-major in its dtype
+ * (stof_tensor_info.bytes bytes); each is copied into the plan's memory on the
+ * stream before the steps. `outputs` (num_outputs entries) receive the outputs
+ * the same way after them. A null array, or a null entry, means the plan's own
+ * buffer (stof_plan_input_address / stof_plan_output_address): write inputs
+ * there and read outputs from there to avoid the copies. The caller keeps its
+ * buffers alive and unchanged until the stream has passed the run.
+ * use_graph != 0 replays a CUDA graph of the steps (captured on the first such
+ * run). A plan's runs share its memory: a run enqueued on another stream than
+ * the previous one first waits (on the GPU) for that one; a plan is not for
+ * concurrent use from several threads. Errors in arguments and launches are
+ * reported here; errors during execution surface at the caller's next
+ * synchronisation. */
+STOF_API stof_status stof_plan_enqueue(stof_plan* plan, const void* const* inputs, void* const* outputs, int use_graph,
+                                       void* stream);
+/* Device address of the plan's buffer for input / output `index`; valid until the plan is closed. */
+STOF_API stof_status stof_plan_input_address(const stof_plan* plan, size_t index, void** address);
+STOF_API stof_status stof_plan_output_address(const stof_plan* plan, size_t index, void** address);
+
+/* Synchronous convenience calls on host memory (the plan's own stream). */
 
 /* Copies `bytes` bytes of host memory (exactly the input's size) into input `index`. */
 STOF_API stof_status stof_plan_set_input(stof_plan* plan, size_t index, const void* data, size_t bytes);

@@ -39,6 +39,15 @@ struct TensorInfo {
 // or no usable driver.
 int cuda_device_count();
 
+// The CUDA libraries in use: "CUDA runtime 13.0, driver 13.0, cuBLASLt 13.0.2"
+// ("driver none" when no driver is installed).
+std::string cuda_versions();
+
+// Why `ptr` cannot be a caller's buffer of Runtime::enqueue on CUDA device
+// `device` (it must be device memory of that device, managed or page-locked
+// host memory); "" when it can.
+std::string caller_memory_problem(const void* ptr, int device);
+
 class Runtime {
 public:
     // Reads the plan file at `path` (plan::read_plan) and prepares it.
@@ -56,6 +65,7 @@ public:
     const std::vector<TensorInfo>& inputs() const;
     const std::vector<TensorInfo>& outputs() const;
     std::string device_name() const;  // "NVIDIA H100 80GB HBM3 (sm_90)"
+    int device() const;               // the CUDA device index
 
     // Copies `t` into the input `name`; its dtype and shape must match exactly.
     void set_input(const std::string& name, const Tensor& t);
@@ -65,6 +75,20 @@ public:
     // Runs the plan and waits for it. graph = true replays a CUDA graph
     // (captured on the first such run).
     void run(bool graph = false);
+
+    // Device address of input / output `index` in the plan's memory, valid
+    // while the Runtime lives (writing / reading it directly needs no copy).
+    void* input_address(size_t index) const;
+    void* output_address(size_t index) const;
+    // Enqueues one run on `stream` (a cudaStream_t of the plan's device; null:
+    // the legacy default stream) and returns without waiting. `inputs` holds one
+    // address per input (device, managed or page-locked host memory of the input's
+    // dtype and size, row-major), copied into the plan's memory on the stream
+    // first; a null array or entry: the plan's own buffer already holds it.
+    // `outputs` likewise receives the outputs after the steps; null: left in the
+    // plan's memory. The run first waits (on the GPU) for the previous run or
+    // copy of this Runtime enqueued on another stream.
+    void enqueue(const void* const* inputs, void* const* outputs, bool graph, void* stream);
     // Runs the steps one at a time, waiting for each, and calls after_step(i)
     // after step i (debugging: read_tensor sees each step's results).
     void run_traced(const std::function<void(size_t step)>& after_step);
