@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # tools/setup.sh — installs everything stofc needs to build and test, idempotently.
 #
-#   tools/setup.sh            Debian/Ubuntu packages, .venv with onnx, onnxruntime, numpy, onnxscript,
-#                             and the third-party test models in ~/.cache/stofc/thirdparty
+#   tools/setup.sh                   Debian/Ubuntu packages, .venv with onnx, onnxruntime, numpy, onnxscript,
+#                                    and the third-party test models in ~/.cache/stofc/thirdparty
+#   tools/setup.sh --no-thirdparty   the same without the third-party test models (tools/quickstart.sh;
+#                                    the tests need them)
 #
 # Needs the CUDA toolkit (nvcc, NVRTC, cuBLAS) at $CUDA_HOME, /usr/local/cuda or on PATH.
 # Packages are installed with apt-get (as root, or through sudo). When everything is
@@ -10,6 +12,12 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+thirdparty=1
+case "${1:-}" in
+  --no-thirdparty) thirdparty=0 ;;
+  "") ;;
+  *) printf 'setup: error: unknown argument %s (usage: tools/setup.sh [--no-thirdparty])\n' "$1" >&2; exit 2 ;;
+esac
 say() { printf 'setup: %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 
@@ -66,6 +74,10 @@ fi
 say "python environment: $venv"
 
 # --- third-party ONNX exports used by the tests ---------------------------------
+if [ "$thirdparty" = 0 ]; then
+  say "third-party test models: skipped (--no-thirdparty)"
+  exit 0
+fi
 "$root/tools/thirdparty/fetch.sh" "$HOME/.cache/stofc/thirdparty" "$venv/bin/python" | sed 's/^/setup: /' \
   || die "could not fetch the third-party test models (tools/thirdparty/fetch.sh)"
 "$venv/bin/python" "$root/tools/thirdparty/onnxscript_models.py" "$HOME/.cache/stofc/thirdparty" | sed 's/^/setup: /' \

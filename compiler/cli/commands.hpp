@@ -3,6 +3,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+
 namespace stof::cli {
 
 void add_compile_command(CLI::App& app);
@@ -11,5 +13,8 @@ void add_inspect_command(CLI::App& app);
 void add_ir_command(CLI::App& app);
 void add_mask_command(CLI::App& app);
 void add_tune_worker_command(CLI::App& app);
+// `version`, and the -V / --version flag.
+void add_version_command(CLI::App& app);
+std::string version_text();
 
 }  // namespace stof::cli

@@ -2,7 +2,6 @@
 #include "cli/commands.hpp"
 #include "stof/error.hpp"
 #include "stof/log.hpp"
-#include "stof/version.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -10,16 +9,18 @@
 
 int main(int argc, char** argv) {
     CLI::App app{"stofc: ahead-of-time compiler for sparse Transformer inference on NVIDIA GPUs"};
-    app.set_version_flag("--version", std::string("stofc ") + stof::kVersion);
     int verbosity = 0;
-    app.add_flag("-v,--verbose", verbosity, "More log output (-v debug, -vv trace); or set STOF_LOG");
+    app.add_flag("-v,--verbose", verbosity, "More log output (-v debug, -vv trace), before or after the command; or set "
+                                            "STOF_LOG");
     app.require_subcommand(1);
+    app.fallthrough();  // -v after the command name too
     stof::cli::add_compile_command(app);
     stof::cli::add_eval_command(app);
     stof::cli::add_inspect_command(app);
     stof::cli::add_ir_command(app);
     stof::cli::add_mask_command(app);
     stof::cli::add_tune_worker_command(app);
+    stof::cli::add_version_command(app);
     app.parse_complete_callback([&] { stof::init_logging(verbosity); });
     try {
         app.parse(argc, argv);

@@ -59,12 +59,28 @@ void bind_inputs(ir::Graph& g, const PassOptions& opt) {
             v.shape_known = true;
             continue;
         }
-        std::string text;
-        for (size_t d = 0; d < v.dim_names.size(); ++d)
-            text += (text.empty() ? "" : "x") + (v.dim_names[d].empty() ? std::to_string(v.shape[d]) : v.dim_names[d]);
-        STOF_FAIL("input '{}' has {} shape [{}]; give its size with --shape {}=DxDx... or name each symbolic dimension "
-                  "(--shape batch=2), or pass an input file",
-                  v.name, v.dim_names.empty() ? "no declared" : "a symbolic", text, v.name);
+        // The model's own dimension names, the unbound ones with an example size each.
+        std::string text, unbound, example, whole;
+        bool anonymous = v.dim_names.size() != v.shape.size();
+        for (size_t d = 0; d < v.shape.size(); ++d) {
+            const std::string name = d < v.dim_names.size() ? v.dim_names[d] : "";
+            const bool fixed = v.shape[d] > 0;
+            anonymous = anonymous || (!fixed && name.empty());
+            text += (d ? ", " : "") + (fixed ? std::to_string(v.shape[d]) : name.empty() ? std::string("?") : name);
+            const int64_t size = fixed ? v.shape[d] : name.find("batch") != std::string::npos ? 1 : 128;
+            whole += (d ? "x" : "") + std::to_string(size);
+            if (!fixed && !name.empty() && !dims.count(name) && unbound.find(" " + name + ",") == std::string::npos) {
+                unbound += " " + name + ",";
+                example += fmt::format(" --shape {}={}", name, size);
+            }
+        }
+        if (anonymous || unbound.empty())
+            STOF_FAIL("input '{}' has shape [{}] with {}; give its whole shape, e.g. --shape {}={}", v.name, text,
+                      anonymous ? "unnamed dimensions (?)" : "no declared sizes", v.name, whole);
+        unbound.pop_back();
+        STOF_FAIL("input '{}' has shape [{}]; give a size to each symbolic dimension ({}), e.g.{}, or the whole shape, "
+                  "e.g. --shape {}={}",
+                  v.name, text, unbound.substr(1), example, v.name, whole);
     }
 }
 

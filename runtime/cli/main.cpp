@@ -1,4 +1,5 @@
 // stof-run: run a plan file on the GPU, write or compare its outputs, time it.
+#include "stof/build_info.hpp"
 #include "stof/cli_util.hpp"
 #include "stof/compare.hpp"
 #include "stof/error.hpp"
@@ -130,6 +131,12 @@ nlohmann::json print_profile(const stof::Runtime& rt, const std::vector<double>&
     return {{"runs", runs}, {"total_ms", total}, {"by_kind", labels}, {"steps", steps}};
 }
 
+// --json when the run fails before its report: {"ok": false, "error": ..., "kind": ...} on stdout.
+void print_json_error(const RunArgs& a, const std::string& message, const char* kind) {
+    const nlohmann::json j = {{"plan", a.plan}, {"ok", false}, {"error", message}, {"kind", kind}};
+    fmt::print("{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
 int run(const RunArgs& a) {
     using nlohmann::json;
     stof::Runtime rt(a.plan, stof::RuntimeOptions{a.device});
@@ -218,25 +225,35 @@ int run(const RunArgs& a) {
 
     if (a.bench > 0) {
         const std::vector<double> ms = rt.benchmark(a.bench, a.warmup, a.graph);
-        const double lo = *std::min_element(ms.begin(), ms.end()), med = median(ms), p99 = percentile(ms, 0.99);
+        const auto [lo_it, hi_it] = std::minmax_element(ms.begin(), ms.end());
+        double sum = 0;
+        for (double t : ms) sum += t;
+        const double lo = *lo_it, hi = *hi_it, mean = sum / static_cast<double>(ms.size()), med = median(ms),
+                     p99 = percentile(ms, 0.99);
+        // Back-to-back runs per second at the mean latency (one run = one batch of the plan's shape).
+        const double per_s = mean > 0 ? 1000.0 / mean : 0.0;
         if (!a.json)
-            fmt::print("latency over {} runs ({} warm-up, {}): min {:.4f} ms, median {:.4f} ms, p99 {:.4f} ms\n", a.bench,
-                       a.warmup, a.graph ? "CUDA graph" : "plain launches", lo, med, p99);
-        report["latency_ms"] = {{"min", lo}, {"median", med}, {"p99", p99}, {"runs", a.bench}, {"warmup", a.warmup},
-                                {"graph", a.graph}};
+            fmt::print("latency over {} runs ({} warm-up, {}): min {:.4f} ms, mean {:.4f} ms, median {:.4f} ms, p99 "
+                       "{:.4f} ms, max {:.4f} ms; throughput {:.1f} runs/s\n",
+                       a.bench, a.warmup, a.graph ? "CUDA graph" : "plain launches", lo, mean, med, p99, hi, per_s);
+        report["latency_ms"] = {{"min", lo},       {"mean", mean},       {"median", med},    {"p99", p99},
+                                {"max", hi},       {"runs", a.bench},    {"warmup", a.warmup}, {"graph", a.graph}};
+        report["throughput_runs_per_s"] = per_s;
     }
     if (a.profile > 0) report["profile"] = print_profile(rt, rt.profile(a.profile, a.warmup), a.profile, !a.json);
     report["ok"] = failures == 0;
     if (a.json) fmt::print("{}\n", report.dump(2, ' ', false, json::error_handler_t::replace));
-    STOF_CHECK(failures == 0, "{} of {} compared outputs do not match", failures, expected.size());
-    return 0;
+    if (failures == 0) return 0;
+    // The report (with "ok": false) is the JSON of this failure.
+    std::fprintf(stderr, "stof-run: error: %d of %zu compared outputs do not match\n", failures, expected.size());
+    return 1;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"stof-run: run a stofc plan on the GPU"};
-    app.set_version_flag("--version", std::string("stof-run ") + stof::kVersion);
+    app.set_version_flag("-V,--version", [] { return stof::build_description("stof-run") + "\n" + stof::cuda_versions(); });
     RunArgs a;
     int verbosity = 0;
     app.add_option("plan", a.plan, "Plan file written by stofc compile")->required();
@@ -247,7 +264,8 @@ int main(int argc, char** argv) {
     app.add_option("--expect-dir", a.expect_dir, "Directory with expected <output>.npy files");
     app.add_option("--rtol", a.rtol, "Relative tolerance for comparisons")->capture_default_str();
     app.add_option("--atol", a.atol, "Absolute tolerance for comparisons")->capture_default_str();
-    app.add_option("--bench", a.bench, "Time N runs (CUDA events) and report min / median / p99")->check(CLI::NonNegativeNumber);
+    app.add_option("--bench", a.bench, "Time N runs (CUDA events): min, mean, median, p99 and max latency, throughput")
+        ->check(CLI::NonNegativeNumber);
     app.add_option("--profile", a.profile,
                    "Time every step over N plain runs and list the slowest steps and the time per kind of step")
         ->check(CLI::NonNegativeNumber);
@@ -256,7 +274,7 @@ int main(int argc, char** argv) {
                    "Run step by step and write every intermediate tensor to DIR/<name>.npy (compare with stofc eval "
                    "--dump-dir)");
     app.add_flag("--graph", a.graph, "Run as a CUDA graph captured once and replayed");
-    app.add_flag("--json", a.json, "Print a machine-readable summary on stdout");
+    app.add_flag("--json", a.json, "Print a machine-readable summary on stdout (on failure: {\"ok\": false, \"error\": ...})");
     app.add_option("--device", a.device, "CUDA device index")->capture_default_str()->check(CLI::NonNegativeNumber);
     app.add_option("--seed", a.seed, "Seed for random inputs")->capture_default_str();
     app.add_flag("-v,--verbose", verbosity, "More log output (-v debug, -vv trace); or set STOF_LOG");
@@ -271,8 +289,10 @@ int main(int argc, char** argv) {
     } catch (const stof::Error& e) {
         spdlog::debug("raised at {}", e.where());
         std::fprintf(stderr, "stof-run: error: %s\n", e.what());
+        if (a.json) print_json_error(a, e.what(), "error");
     } catch (const std::exception& e) {
         std::fprintf(stderr, "stof-run: internal error: %s\n", e.what());
+        if (a.json) print_json_error(a, e.what(), "internal error");
     }
     return 1;
 }

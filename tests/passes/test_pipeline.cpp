@@ -60,13 +60,15 @@ TEST_CASE("constant folding removes the shape subgraph and keeps results" , "[cp
 
 TEST_CASE("symbolic inputs need --shape naming an input or a symbolic dimension", "[cpu][passes]") {
     ir::Graph g = import_onnx_bytes(shape_subgraph_model(), "", "m");
-    test::require_error([&] { run_pipeline(g, {}); }, "input 'x' has a symbolic shape [batchxseqx8]; give its size with --shape x=");
+    test::require_error([&] { run_pipeline(g, {}); },
+                        "input 'x' has shape [batch, seq, 8]; give a size to each symbolic dimension (batch, seq), e.g. "
+                        "--shape batch=1 --shape seq=128, or the whole shape, e.g. --shape x=1x128x8");
     PipelineOptions bad;
     bad.pass.input_shapes["y"] = {1};
     test::require_error([&] { run_pipeline(g, bad); }, "'y', which is neither a model input (inputs: x) nor a symbolic dimension");
     PipelineOptions half;
     half.pass.input_shapes["batch"] = {2};
-    test::require_error([&] { run_pipeline(g, half); }, "input 'x' has a symbolic shape");
+    test::require_error([&] { run_pipeline(g, half); }, "(seq), e.g. --shape seq=128,");
     PipelineOptions by_dim;
     by_dim.pass.input_shapes["batch"] = {2};
     by_dim.pass.input_shapes["seq"] = {3};
