@@ -3,6 +3,8 @@
 #include "fusion/cost_model.hpp"
 #include "fusion/fusion_plan.hpp"
 
+#include "stof/progress.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -63,7 +65,10 @@ plan::Plan compile_model(ir::Graph& g, CompileOptions opt) {
     fusion::CostModel model(opt.lower.precision);
     fusion::Evaluator& ev = opt.evaluator ? *opt.evaluator : model;
     if (!opt.search.progress) opt.search.progress = [](const std::string& line) { spdlog::debug("fusion {}", line); };
-    const fusion::SearchResult found = fusion::search(g, ev, opt.search);
+    const fusion::SearchResult found = [&] {
+        ProgressPhase phase("fusion search");
+        return fusion::search(g, ev, opt.search);
+    }();
     const fusion::FusionPlan& fp = found.plan;
     spdlog::info("fusion: {} of {} moves taken, {} kernels tuned, {} segment timings ({}); whole plan: initial scheme {:.1f} us, "
                  "after stage 1 {:.1f} us, after stage 2 {:.1f} us{}",
@@ -72,7 +77,10 @@ plan::Plan compile_model(ir::Graph& g, CompileOptions opt) {
                  found.final_us, found.kept ? "" : " (slower: the initial scheme is kept)");
     if (opt.pipeline.dump_after == "all" || opt.pipeline.dump_after == kPartitionStage)
         std::fprintf(stdout, "%s\n", fusion::to_text(g, fp).c_str());
-    plan::Plan p = codegen::lower(g, fp, opt.lower);
+    plan::Plan p = [&] {
+        ProgressPhase phase("lowering to plan steps and kernels");
+        return codegen::lower(g, fp, opt.lower);
+    }();
     p.segments = segment_infos(g, found, ev);
     for (const std::string& n : notes) p.meta.notes += (p.meta.notes.empty() ? "" : "\n") + n;
     return p;

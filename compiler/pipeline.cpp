@@ -1,6 +1,7 @@
 #include "pipeline.hpp"
 
 #include "stof/error.hpp"
+#include "stof/progress.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -48,7 +49,10 @@ void run_pipeline(ir::Graph& g, const PipelineOptions& opt) {
     }
     for (const PassInfo& p : passes) {
         const auto t0 = std::chrono::steady_clock::now();
-        p.run(g, opt.pass);
+        {
+            ProgressPhase phase(fmt::format("pass {}", p.name));
+            p.run(g, opt.pass);
+        }
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         spdlog::debug("pass {:<22} {:8.1f} ms  {} nodes", p.name, ms, g.nodes.size());
         if (opt.dump_after == "all" || opt.dump_after == p.name) {

@@ -8,6 +8,7 @@
 #include "onnx/import.hpp"
 #include "plan/plan_writer.hpp"
 #include "stof/error.hpp"
+#include "stof/progress.hpp"
 #include "stof/version.hpp"
 #include "tune/gpu_evaluator.hpp"
 #include "tune/progress.hpp"
@@ -132,7 +133,10 @@ void run_compile(const CompileArgs& a) {
     // Default: <model stem>.plan in the current directory.
     const std::string output =
         a.output.empty() ? std::filesystem::path(a.model).stem().string() + ".plan" : a.output;
-    plan::write_plan(p, output);
+    {
+        ProgressPhase phase(fmt::format("writing {}", output));
+        plan::write_plan(p, output);
+    }
 
     std::map<std::string, int> kinds;
     for (const plan::Step& s : p.steps) ++kinds[s.label];

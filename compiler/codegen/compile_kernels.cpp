@@ -2,6 +2,7 @@
 
 #include "codegen/nvrtc.hpp"
 #include "stof/error.hpp"
+#include "stof/progress.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -64,6 +65,7 @@ void compile_kernels(LowerState& st, const LowerOptions& opt) {
             if (d % 16 == 0 || d == total) spdlog::log(level, "  NVRTC {}/{} kernels", d, total);
         }
     };
+    ProgressPhase phase(fmt::format("compiling {} kernels with NVRTC for {}", total, opt.arch));
     std::vector<std::thread> pool;
     for (unsigned t = 0; t < std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(total, 1))); ++t) pool.emplace_back(worker);
     for (std::thread& t : pool) t.join();

@@ -3,6 +3,7 @@
 #include "onnx/onnx_ops.hpp"
 #include "onnx/onnx_tensor.hpp"
 #include "stof/error.hpp"
+#include "stof/progress.hpp"
 
 #include <google/protobuf/io/coded_stream.h>
 
@@ -258,6 +259,8 @@ ir::Graph import_onnx_file(const std::string& path) {
     std::error_code ec;
     STOF_CHECK(fs::exists(path, ec), "model file '{}' does not exist", path);
     STOF_CHECK(fs::is_regular_file(path, ec), "'{}' is not a file", path);
+    const auto bytes = fs::file_size(path, ec);
+    ProgressPhase phase(fmt::format("importing {} ({:.1f} MB)", path, ec ? 0.0 : static_cast<double>(bytes) / 1e6));
     std::ifstream in(path, std::ios::binary);
     STOF_CHECK(in.good(), "cannot open model file '{}'", path);
     std::ostringstream buf;
