@@ -124,7 +124,10 @@ private:
                 throw;
             }
             STOF_CUDA_CHECK(cudaStreamEndCapture(ex.stream(), &graph));
-            STOF_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+            if (const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0); e != cudaSuccess) {
+                cudaGraphDestroy(graph);
+                STOF_FAIL("cannot instantiate the timing graph: {}", cudaGetErrorString(e));
+            }
         }
         ~Graph() {
             if (exec) cudaGraphExecDestroy(exec);
