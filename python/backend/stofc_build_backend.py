@@ -7,7 +7,7 @@
   4. writes a wheel holding python/stofc plus bin/stofc, bin/stof-run and lib/libstof.so inside the package.
 It needs no package from an index. The build directory is, in order: config setting build-dir
 (`pip install . -C build-dir=DIR`), $STOF_BUILD_DIR, or build/ in the checkout, so an existing build
-is reused. The wheel is for this platform and the CUDA toolkit the project was built with (the
+is reused; cmake is the one that configured it, else $CMAKE or the first on PATH that runs. The wheel is for this platform and the CUDA toolkit the project was built with (the
 binaries find its libraries where they were at build time)."""
 import base64
 import hashlib
@@ -49,12 +49,29 @@ def _run(cmd):
     subprocess.run([str(c) for c in cmd], check=True, stdout=sys.stderr)
 
 
+def _cmake(build):
+    """The cmake that configured `build`, else the first that runs: $CMAKE, PATH, /usr/bin, /usr/local/bin
+    (a PATH entry may be a wrapper that needs a package this isolated build lacks)."""
+    cache = build / "CMakeCache.txt"
+    if cache.exists():
+        m = re.search(r"^CMAKE_COMMAND:INTERNAL=(.+)$", cache.read_text(errors="replace"), re.M)
+        if m and Path(m.group(1)).exists():
+            return m.group(1)
+    for candidate in (os.environ.get("CMAKE"), shutil.which("cmake"), "/usr/bin/cmake", "/usr/local/bin/cmake"):
+        if candidate and Path(candidate).exists():
+            ok = subprocess.run([candidate, "--version"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if ok.returncode == 0:
+                return candidate
+    raise RuntimeError("no working cmake found (set CMAKE=/path/to/cmake)")
+
+
 def _cmake_build(build, staging):
+    cmake = _cmake(build)
     if not (build / "CMakeCache.txt").exists():
         generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-        _run(["cmake", "-S", ROOT, "-B", build, *generator, "-DCMAKE_BUILD_TYPE=RelWithDebInfo"])
-    _run(["cmake", "--build", build, "--target", *TARGETS, "-j", str(os.cpu_count() or 2)])
-    _run(["cmake", "--install", build, "--prefix", staging, "--strip"])
+        _run([cmake, "-S", ROOT, "-B", build, *generator, "-DCMAKE_BUILD_TYPE=RelWithDebInfo"])
+    _run([cmake, "--build", build, "--target", *TARGETS, "-j", str(os.cpu_count() or 2)])
+    _run([cmake, "--install", build, "--prefix", staging, "--strip"])
 
 
 def _record_line(arcname, data):
