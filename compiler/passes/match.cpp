@@ -66,7 +66,10 @@ bool Matcher::is_scalar(ir::ValueId v, double want, double rtol) const {
 
 std::string Matcher::node_name(const ir::Node& anchor, const std::string& op) {
     const size_t slash = anchor.name.rfind('/');
-    const std::string hint = slash == std::string::npos ? anchor.name + "_" + op : anchor.name.substr(0, slash + 1) + op;
+    return unique_node_name(slash == std::string::npos ? anchor.name + "_" + op : anchor.name.substr(0, slash + 1) + op);
+}
+
+std::string Matcher::unique_node_name(const std::string& hint) {
     std::string name = hint;
     for (int k = 1; node_names_.count(name); ++k) name = hint + "_" + std::to_string(k);
     node_names_.insert(name);
@@ -114,6 +117,18 @@ int Matcher::commit() {
     insert_at_.assign(g.nodes.size(), {});
     rewrites_ = 0;
     return n;
+}
+
+void walk_back(const Matcher& m, std::vector<ir::ValueId> from, const std::function<bool(ir::ValueId)>& visit) {
+    std::vector<char> seen(m.g.values.size(), 0);
+    while (!from.empty()) {
+        const ir::ValueId x = from.back();
+        from.pop_back();
+        if (x == ir::kNoValue || seen[static_cast<size_t>(x)]) continue;
+        seen[static_cast<size_t>(x)] = 1;
+        if (!visit(x)) continue;
+        if (const ir::Node* p = m.producer(x)) from.insert(from.end(), p->inputs.begin(), p->inputs.end());
+    }
 }
 
 ir::ValueId other_input(const ir::Node& n, ir::ValueId v) {

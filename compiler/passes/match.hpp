@@ -8,6 +8,7 @@
 
 #include "ir/graph.hpp"
 
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -46,6 +47,8 @@ public:
     // A node name no node uses yet: the anchor's scope ("/a/b/") + `op`, or
     // the anchor's name + "_" + `op` when it has no scope.
     std::string node_name(const ir::Node& anchor, const std::string& op);
+    // `hint`, or hint_1, hint_2 ... when a node uses it.
+    std::string unique_node_name(const std::string& hint);
     // A new value of the given type, named uniquely from `hint`.
     ir::ValueId new_value(const std::string& hint, DType dt, const Shape& shape);
 
@@ -66,6 +69,10 @@ private:
     std::vector<std::vector<ir::Node>> insert_at_;  // per node index
     int rewrites_ = 0;
 };
+
+// Visits each of `from` and every value they are computed from, depth-first,
+// each once; where visit(x) returns false, the walk goes no further back from x.
+void walk_back(const Matcher& m, std::vector<ir::ValueId> from, const std::function<bool(ir::ValueId)>& visit);
 
 // The input of binary node n that is not v (the first one if both are v);
 // kNoValue when v is not an input of n.
