@@ -2,11 +2,11 @@
 // describe it (counts, rho, the kernel the selector picks), optionally as JSON
 // and as a picture.
 #include "cli/commands.hpp"
-#include "mask/attention_choice.hpp"
 #include "mask/mask_builder.hpp"
 #include "mask/mask_image.hpp"
 #include "mask/mask_spec.hpp"
 #include "stof/error.hpp"
+#include "stof/kernels/selector.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -44,7 +44,7 @@ void run_mask(const MaskArgs& a) {
     const double t_min = times.front(), t_median = times[times.size() / 2];
 
     const SparseMaskStats st = mask_stats(m);
-    const AttentionChoice k = choose_attention_kernel(st.rho, seq_k);
+    const kernels::SelectorDecision k = kernels::decide_attention_kernel(st.rho, seq_k);
     const int64_t tiles = st.empty_tiles + st.full_tiles + st.partial_tiles;
 
     if (!a.png.empty()) write_mask_png(m, 0, a.png);
@@ -60,7 +60,7 @@ void run_mask(const MaskArgs& a) {
         j["density"] = st.density;
         j["tiles"] = {{"empty", st.empty_tiles}, {"full", st.full_tiles}, {"partial", st.partial_tiles}, {"total", tiles}};
         j["rho"] = st.rho;
-        j["kernel"] = k.kernel;
+        j["kernel"] = k.kernel_name();
         j["selector"] = {{"tau", k.tau}, {"bound", std::isinf(k.bound) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(k.bound)},
                          {"reason", k.reason}};
         j["build_ms"] = {{"min", t_min}, {"median", t_median}, {"runs", times.size()}};
@@ -76,7 +76,7 @@ void run_mask(const MaskArgs& a) {
     fmt::print("tiles     {}: {} empty ({:.1f}%), {} full ({:.1f}%), {} partial ({:.1f}%)\n", tiles, st.empty_tiles,
                pct(st.empty_tiles), st.full_tiles, pct(st.full_tiles), st.partial_tiles, pct(st.partial_tiles));
     fmt::print("rho       {:.6f} (non-empty 16x16 tiles / all)\n", st.rho);
-    fmt::print("kernel    {}: {}\n", k.kernel, k.reason);
+    fmt::print("kernel    {}: {}\n", k.kernel_name(), k.reason);
     if (a.time) fmt::print("build     {:.3f} ms min, {:.3f} ms median over {} runs\n", t_min, t_median, times.size());
     else fmt::print("build     {:.3f} ms\n", t_min);
     if (!a.png.empty()) fmt::print("picture   {}\n", a.png);

@@ -6,9 +6,9 @@
 // layout (ops/attention_layout.hpp).
 #include "codegen/emitters.hpp"
 #include "precision.hpp"
-#include "mask/attention_choice.hpp"
 #include "ops/attention_layout.hpp"
 #include "stof/error.hpp"
+#include "stof/kernels/selector.hpp"
 #include "stof/sparse_mask.hpp"
 
 #include <spdlog/spdlog.h>
@@ -109,19 +109,22 @@ void emit_attention(LowerState& st, const ir::Node& n) {
             entry.mask = from_dense(dense.data(), 1, 1, static_cast<int32_t>(Sq), static_cast<int32_t>(Sk), 64, 64);
         }
         const SparseMaskStats stats = mask_stats(entry.mask);
-        AttentionChoice choice = choose_attention_kernel(stats.rho, Sk);
+        const kernels::SelectorDecision decision = kernels::decide_attention_kernel(stats.rho, Sk);
+        std::string kernel = decision.kernel_name(), reason = decision.reason;
+        bool row_wise = decision.row_wise;
         if (st.attention_kernel != AttentionKernelChoice::selector) {
-            choice.kernel = attention_kernel_choice_name(st.attention_kernel);
-            choice.reason = fmt::format("--attention-kernel {} (the selector: {})", choice.kernel, choice.reason);
+            kernel = attention_kernel_choice_name(st.attention_kernel);
+            reason = fmt::format("--attention-kernel {} (the selector: {})", kernel, decision.reason);
+            row_wise = st.attention_kernel == AttentionKernelChoice::row_wise;
         }
-        entry.kernel_reason = choice.reason;
-        a.kernel = choice.kernel == "row-wise" ? 1 : 0;
+        entry.kernel_reason = reason;
+        a.kernel = row_wise ? 1 : 0;
         a.mask = static_cast<int32_t>(st.plan.masks.size());
         it->second = {a.mask, a.kernel};
         st.plan.masks.push_back(std::move(entry));
         spdlog::info("{}: mask {} density {:.4f}, tiles {} empty / {} full / {} partial, {} kernel ({})", n.label(),
                      n.attrs.s("mask", "dense"), stats.density, stats.empty_tiles, stats.full_tiles, stats.partial_tiles,
-                     choice.kernel, choice.reason);
+                     kernel, reason);
     }
 
     // Padding: packed into validity words once per run, shared by every attention reading the same input.

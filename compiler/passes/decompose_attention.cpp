@@ -7,6 +7,7 @@
 //   o = MatMul(p, v)                                  (k, v repeated over heads for GQA)
 #include "ops/attention_layout.hpp"
 #include "passes/passes.hpp"
+#include "stof/kernels/attention_instances.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -65,8 +66,8 @@ struct Builder {
 // Why node n cannot run on the sparse attention kernels in a plan of precision p, or "".
 std::string off_kernels_reason(const ir::Graph& g, const ir::Node& n) {
     const int64_t d = g.value(n.inputs[0]).shape[3];
-    if (d != 32 && d != 64 && d != 80 && d != 96 && d != 128)
-        return fmt::format("head dim {} is not one of the kernels' 32, 64, 80, 96, 128", d);
+    if (!kernels::is_attention_head_dim(d))
+        return fmt::format("head dim {} is not one of the kernels' {}", d, kernels::attention_head_dims_text());
     if (n.inputs.size() > 4 && n.inputs[4] != ir::kNoValue && g.value(n.inputs[4]).shape[0] != 1)
         return "its bias varies over batch and the kernels broadcast it over batch only";
     return "";

@@ -87,9 +87,9 @@ std::string check_attention_args(const AttentionArgs& a, AttentionKernel kernel)
         return "unknown attention kernel " + std::to_string(static_cast<int>(kernel));
     if (a.dtype != ElemType::f16 && a.dtype != ElemType::bf16)
         return "unsupported element type " + std::to_string(static_cast<int>(a.dtype)) + " (f16 = 0 or bf16 = 1)";
-    if (a.head_dim != 32 && a.head_dim != 64 && a.head_dim != 80 && a.head_dim != 96 && a.head_dim != 128)
-        return "head_dim " + std::to_string(a.head_dim) +
-               " is not supported (the attention kernels take 32, 64, 80, 96 or 128)";
+    if (!is_attention_head_dim(a.head_dim))
+        return "head_dim " + std::to_string(a.head_dim) + " is not supported (the attention kernels take " +
+               attention_head_dims_text() + ")";
     if (a.batch < 1 || a.heads < 1 || a.seq_q < 1 || a.seq_k < 1)
         return "batch, heads, seq_q and seq_k must be >= 1 (got " + std::to_string(a.batch) + ", " +
                std::to_string(a.heads) + ", " + std::to_string(a.seq_q) + ", " + std::to_string(a.seq_k) + ")";
@@ -135,26 +135,14 @@ cudaError_t launch_attention(const AttentionArgs& a, AttentionKernel kernel, cud
         auto row_wise = [&]<int D>() {
             return f16 ? attn::launch_row_wise<ElemType::f16, D>(p, stream) : attn::launch_row_wise<ElemType::bf16, D>(p, stream);
         };
-        switch (a.head_dim) {
-            case 32: return row_wise.operator()<32>();
-            case 64: return row_wise.operator()<64>();
-            case 80: return row_wise.operator()<80>();
-            case 96: return row_wise.operator()<96>();
-            default: return row_wise.operator()<128>();
-        }
+        return with_attention_head_dim(a.head_dim, row_wise);
     }
     const int bm = pick_block_m(a);
     auto block_wise = [&]<int D>() {
         return f16 ? attn::launch_block_wise<ElemType::f16, D>(p, bm, stream)
                    : attn::launch_block_wise<ElemType::bf16, D>(p, bm, stream);
     };
-    switch (a.head_dim) {
-        case 32: return block_wise.operator()<32>();
-        case 64: return block_wise.operator()<64>();
-        case 80: return block_wise.operator()<80>();
-        case 96: return block_wise.operator()<96>();
-        default: return block_wise.operator()<128>();
-    }
+    return with_attention_head_dim(a.head_dim, block_wise);
 }
 
 }  // namespace stof::kernels

@@ -30,8 +30,7 @@ template <> struct ElemOf<ElemType::f16> { using type = __half; };
 template <> struct ElemOf<ElemType::bf16> { using type = __nv_bfloat16; };
 
 template <int D, int BM> struct BlockWiseTraits {
-    static_assert(D == 32 || D == 64 || D == 80 || D == 96 || D == 128,
-                  "block-wise attention: head_dim must be 32, 64, 80, 96 or 128");
+    static_assert(kIsAttentionHeadDim<D>, "block-wise attention: head_dim must be one of STOF_ATTENTION_HEAD_DIMS");
     static_assert(BM == 64 || BM == 128, "block-wise attention: block_m must be 64 or 128");
     static constexpr int BN = 64;                          // key columns per tile (mask tile_n)
     static constexpr int WARPS = BM / 16;

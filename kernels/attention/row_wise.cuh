@@ -35,8 +35,7 @@ template <> struct RowSlice<64> {
 
 template <typename T, int D>
 __global__ void __launch_bounds__(kRowWiseWarps * 32, 6) row_wise_kernel(const AttnParams p) {
-    static_assert(D == 32 || D == 64 || D == 80 || D == 96 || D == 128,
-                  "row-wise attention: head_dim must be 32, 64, 80, 96 or 128");
+    static_assert(kIsAttentionHeadDim<D>, "row-wise attention: head_dim must be one of STOF_ATTENTION_HEAD_DIMS");
     using Slice = typename RowSlice<D>::type;
     constexpr int NV = D / 8;                                  // 16-byte vectors per row
     constexpr int PER_LANE = static_cast<int>(sizeof(Slice)) / 2;  // output elements per lane

@@ -8,6 +8,8 @@
 // See kernels/attention/README.md for the full contract.
 #pragma once
 
+#include "stof/kernels/attention_instances.hpp"
+
 #include <cuda_runtime.h>
 
 #include <cstdint>

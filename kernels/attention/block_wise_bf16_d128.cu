@@ -1,6 +1,0 @@
-// Block-wise attention instances: bf16, head_dim 128 (block_m 64 and 128).
-#include "block_wise.cuh"
-
-namespace stof::kernels::attn {
-template cudaError_t launch_block_wise<ElemType::bf16, 128>(const AttnParams&, int, cudaStream_t);
-}  // namespace stof::kernels::attn
