@@ -1,6 +1,7 @@
 // stofc inspect PLAN [--json] : check a plan file with the runtime's reader and
 // print its meta data, tensors, masks, kernels and steps.
 #include "cli/commands.hpp"
+#include "plan/plan_fields.hpp"
 #include "plan/plan_reader.hpp"
 #include "stof/plan_format.hpp"
 
@@ -80,6 +81,30 @@ std::string step_detail(const plan::Plan& p, const plan::Step& s) {
     return "";
 }
 
+const char* enum_text(plan::ParamKind k) { return param_name(k); }
+const char* enum_text(plan::Epilogue e) { return plan::epilogue_name(e); }
+
+// Every field of a step's body (plan_fields.hpp) as JSON, named as in the format.
+struct FieldJson {
+    nlohmann::json& j;
+    template <class T> void operator()(const char* name, const T& v) { j[name] = value(v); }
+    template <class T> static nlohmann::json value(const T& v) {
+        if constexpr (std::is_enum_v<T>) {
+            return enum_text(v);
+        } else if constexpr (std::is_arithmetic_v<T>) {
+            return v;
+        } else if constexpr (std::is_array_v<T> || plan::IsVector<T>::value) {
+            nlohmann::json a = nlohmann::json::array();
+            for (const auto& x : v) a.push_back(value(x));
+            return a;
+        } else {
+            nlohmann::json o = nlohmann::json::object();
+            plan::fields(v, FieldJson{o});
+            return o;
+        }
+    }
+};
+
 // The attention kernel the steps using mask `m` run, or "unused".
 std::string mask_kernel(const plan::Plan& p, size_t m) {
     for (const plan::Step& s : p.steps)
@@ -152,8 +177,15 @@ nlohmann::json to_json(const plan::Plan& p) {
     }
     j["kernels"] = kernels;
     json steps = json::array();
-    for (const plan::Step& s : p.steps)
-        steps.push_back({{"kind", plan::step_label(s)}, {"kernel", plan::step_kernel_name(p, s)}, {"nodes", s.nodes}, {"detail", step_detail(p, s)}});
+    for (const plan::Step& s : p.steps) {
+        json fields = json::object();
+        plan::with_step_body(s, [&](const auto& body) { fields = FieldJson::value(body); });
+        steps.push_back({{"kind", plan::step_label(s)},
+                         {"kernel", plan::step_kernel_name(p, s)},
+                         {"nodes", s.nodes},
+                         {"detail", step_detail(p, s)},
+                         {"fields", fields}});
+    }
     j["steps"] = steps;
     json segments = json::array();
     for (const plan::SegmentInfo& s : p.segments) {

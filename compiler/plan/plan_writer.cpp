@@ -1,5 +1,6 @@
 #include "plan/plan_writer.hpp"
 
+#include "plan/plan_fields.hpp"
 #include "stof/error.hpp"
 #include "stof/plan_format.hpp"
 #include "stof/version.hpp"
@@ -117,13 +118,24 @@ std::string encode_masks(const Plan& p) {
     return std::move(e.bytes);
 }
 
-void encode_operand(Encoder& e, const AttentionOperand& o) {
-    e.i32(o.tensor);
-    e.u64(o.byte_offset);
-    e.i64(o.stride_b);
-    e.i64(o.stride_h);
-    e.i64(o.stride_s);
-}
+// Writes each field the way plan_fields.hpp describes.
+struct FieldEncoder {
+    Encoder& e;
+    template <class T> void operator()(const char* name, const T& v) {
+        if constexpr (std::is_enum_v<T> || std::is_same_v<T, bool>) {
+            e.u8(static_cast<uint8_t>(v));
+        } else if constexpr (std::is_arithmetic_v<T>) {
+            e.fixed(v);
+        } else if constexpr (std::is_array_v<T>) {
+            for (const auto& x : v) (*this)(name, x);
+        } else if constexpr (IsVector<T>::value) {
+            e.count(v.size(), name);
+            for (const auto& x : v) fields(x, *this);
+        } else {
+            fields(v, *this);
+        }
+    }
+};
 
 std::string encode_schedule(const Plan& p) {
     Encoder e;
@@ -132,68 +144,7 @@ std::string encode_schedule(const Plan& p) {
         e.u8(static_cast<uint8_t>(s.kind));
         e.str(s.label);
         e.str(s.nodes);
-        switch (s.kind) {
-            case StepKind::launch: {
-                const LaunchStep& l = s.launch;
-                e.i32(l.kernel);
-                for (uint32_t g : l.grid) e.u32(g);
-                for (uint32_t b : l.block) e.u32(b);
-                e.u32(l.shared_bytes);
-                e.count(l.args.size(), "kernel arguments");
-                for (const Arg& a : l.args) {
-                    e.u8(static_cast<uint8_t>(a.kind));
-                    e.i32(a.tensor);
-                    e.u64(a.byte_offset);
-                    e.i64(a.i);
-                    e.f32(a.f);
-                }
-                break;
-            }
-            case StepKind::gemm: {
-                const GemmStep& g = s.gemm;
-                for (int32_t t : {g.a, g.b, g.c, g.d, g.bias}) e.i32(t);
-                for (uint64_t o : {g.a_offset, g.b_offset, g.c_offset, g.d_offset}) e.u64(o);
-                e.u8(g.trans_a);
-                e.u8(g.trans_b);
-                for (int64_t v : {g.m, g.n, g.k, g.batch, g.lda, g.ldb, g.ldc, g.ldd, g.batch_stride_a, g.batch_stride_b,
-                                  g.batch_stride_c, g.batch_stride_d})
-                    e.i64(v);
-                e.f32(g.alpha);
-                e.f32(g.beta);
-                e.u8(static_cast<uint8_t>(g.epilogue));
-                e.u8(g.algo);
-                break;
-            }
-            case StepKind::attention: {
-                const AttentionStep& a = s.attention;
-                for (const AttentionOperand* o : {&a.q, &a.k, &a.v, &a.o}) encode_operand(e, *o);
-                for (int32_t v : {a.batch, a.heads, a.kv_heads, a.seq_q, a.seq_k, a.head_dim}) e.i32(v);
-                e.f32(a.scale);
-                for (int32_t v : {a.mask, a.key_valid, a.bias}) e.i32(v);
-                e.i64(a.bias_stride_h);
-                e.i64(a.bias_stride_s);
-                e.i32(a.kernel);
-                break;
-            }
-            case StepKind::key_valid: {
-                const KeyValidStep& k = s.key_valid;
-                for (int32_t v : {k.mask, k.words, k.batch, k.seq}) e.i32(v);
-                break;
-            }
-            case StepKind::copy: {
-                const CopyStep& c = s.copy;
-                e.i32(c.src);
-                e.i32(c.dst);
-                e.u64(c.src_offset);
-                e.u64(c.dst_offset);
-                e.u64(c.bytes);
-                break;
-            }
-            case StepKind::mask_convert:
-                e.i32(s.mask_convert.keep);
-                e.i32(s.mask_convert.mask);
-                break;
-        }
+        with_step_body(s, [&](const auto& body) { fields(body, FieldEncoder{e}); });
     }
     return std::move(e.bytes);
 }

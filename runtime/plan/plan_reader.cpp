@@ -1,5 +1,6 @@
 #include "plan/plan_reader.hpp"
 
+#include "plan/plan_fields.hpp"
 #include "stof/error.hpp"
 #include "stof/plan_format.hpp"
 #include "stof/version.hpp"
@@ -223,112 +224,35 @@ void decode_masks(Cursor& c, Plan& p) {
     }
 }
 
-AttentionOperand decode_operand(Cursor& c) {
-    AttentionOperand o;
-    o.tensor = c.i32("operand tensor");
-    o.byte_offset = c.u64("operand byte_offset");
-    o.stride_b = c.i64("stride_b");
-    o.stride_h = c.i64("stride_h");
-    o.stride_s = c.i64("stride_s");
-    return o;
-}
+// Reads each field the way plan_fields.hpp describes; errors name the field
+// ("args[2].tensor", "q.stride_h").
+struct FieldDecoder {
+    Cursor& c;
+    std::string prefix;
+    template <class T> void operator()(const char* name, T& v) {
+        const std::string what = prefix + name;
+        if constexpr (std::is_same_v<T, bool>) {
+            v = c.flag(what.c_str());
+        } else if constexpr (std::is_enum_v<T>) {
+            v = c.enumeration<T>(kEnumMax<T>, what.c_str());
+        } else if constexpr (std::is_arithmetic_v<T>) {
+            v = c.fixed<T>(what.c_str());
+        } else if constexpr (std::is_array_v<T>) {
+            for (auto& x : v) (*this)(name, x);
+        } else if constexpr (IsVector<T>::value) {
+            v.resize(c.count(encoded_bytes<typename T::value_type>(), (what + " count").c_str()));
+            for (size_t i = 0; i < v.size(); ++i) fields(v[i], FieldDecoder{c, what + "[" + std::to_string(i) + "]."});
+        } else {
+            fields(v, FieldDecoder{c, what + "."});
+        }
+    }
+};
 
 void decode_step(Cursor& c, Step& s) {
-    s.kind = c.enumeration<StepKind>(static_cast<uint8_t>(StepKind::mask_convert), "kind");
+    s.kind = c.enumeration<StepKind>(kEnumMax<StepKind>, "kind");
     s.label = c.str("label");
     s.nodes = c.str("nodes");
-    switch (s.kind) {
-        case StepKind::launch: {
-            LaunchStep& l = s.launch;
-            l.kernel = c.i32("kernel");
-            for (uint32_t& g : l.grid) g = c.u32("grid");
-            for (uint32_t& b : l.block) b = c.u32("block");
-            l.shared_bytes = c.u32("shared_bytes");
-            const uint32_t n = c.count(25, "argument count");
-            l.args.resize(n);
-            for (Arg& a : l.args) {
-                a.kind = c.enumeration<ParamKind>(static_cast<uint8_t>(ParamKind::f32), "argument kind");
-                a.tensor = c.i32("argument tensor");
-                a.byte_offset = c.u64("argument byte_offset");
-                a.i = c.i64("argument i");
-                a.f = c.f32("argument f");
-            }
-            break;
-        }
-        case StepKind::gemm: {
-            GemmStep& g = s.gemm;
-            g.a = c.i32("a");
-            g.b = c.i32("b");
-            g.c = c.i32("c");
-            g.d = c.i32("d");
-            g.bias = c.i32("bias");
-            g.a_offset = c.u64("a_offset");
-            g.b_offset = c.u64("b_offset");
-            g.c_offset = c.u64("c_offset");
-            g.d_offset = c.u64("d_offset");
-            g.trans_a = c.flag("trans_a");
-            g.trans_b = c.flag("trans_b");
-            g.m = c.i64("m");
-            g.n = c.i64("n");
-            g.k = c.i64("k");
-            g.batch = c.i64("batch");
-            g.lda = c.i64("lda");
-            g.ldb = c.i64("ldb");
-            g.ldc = c.i64("ldc");
-            g.ldd = c.i64("ldd");
-            g.batch_stride_a = c.i64("batch_stride_a");
-            g.batch_stride_b = c.i64("batch_stride_b");
-            g.batch_stride_c = c.i64("batch_stride_c");
-            g.batch_stride_d = c.i64("batch_stride_d");
-            g.alpha = c.f32("alpha");
-            g.beta = c.f32("beta");
-            g.epilogue = c.enumeration<Epilogue>(static_cast<uint8_t>(Epilogue::bias_relu), "epilogue");
-            g.algo = c.u8("algo");
-            break;
-        }
-        case StepKind::attention: {
-            AttentionStep& a = s.attention;
-            a.q = decode_operand(c);
-            a.k = decode_operand(c);
-            a.v = decode_operand(c);
-            a.o = decode_operand(c);
-            a.batch = c.i32("batch");
-            a.heads = c.i32("heads");
-            a.kv_heads = c.i32("kv_heads");
-            a.seq_q = c.i32("seq_q");
-            a.seq_k = c.i32("seq_k");
-            a.head_dim = c.i32("head_dim");
-            a.scale = c.f32("scale");
-            a.mask = c.i32("mask");
-            a.key_valid = c.i32("key_valid");
-            a.bias = c.i32("bias");
-            a.bias_stride_h = c.i64("bias_stride_h");
-            a.bias_stride_s = c.i64("bias_stride_s");
-            a.kernel = c.i32("kernel");
-            break;
-        }
-        case StepKind::key_valid: {
-            KeyValidStep& k = s.key_valid;
-            k.mask = c.i32("mask");
-            k.words = c.i32("words");
-            k.batch = c.i32("batch");
-            k.seq = c.i32("seq");
-            break;
-        }
-        case StepKind::copy: {
-            CopyStep& k = s.copy;
-            k.src = c.i32("src");
-            k.dst = c.i32("dst");
-            k.src_offset = c.u64("src_offset");
-            k.dst_offset = c.u64("dst_offset");
-            k.bytes = c.u64("bytes");
-            break;
-        }
-        case StepKind::mask_convert:
-            s.mask_convert.keep = c.i32("keep");
-            s.mask_convert.mask = c.i32("mask");
-            break;
-    }
+    with_step_body(s, [&](auto& body) { fields(body, FieldDecoder{c, ""}); });
 }
 
 void decode_schedule(Cursor& c, Plan& p) {
