@@ -1,0 +1,26 @@
+# Checks that binaries link none of the compiler's dependencies: no protobuf,
+# ONNX or NVRTC among their NEEDED entries (readelf -d) nor among their symbols
+# (nm -C; a static link leaves those). Fails naming the first offender.
+#   cmake -DFILES="a;b" -DREADELF=readelf -DNM=nm -P check_links.cmake
+set(forbidden "protobuf|onnx|nvrtc")
+foreach(f IN LISTS FILES)
+  execute_process(COMMAND ${READELF} -d ${f} OUTPUT_VARIABLE dyn RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "readelf -d ${f} failed (${rc})")
+  endif()
+  string(REGEX MATCHALL "\\(NEEDED\\)[^\n]*\\[[^]]*\\]" needed "${dyn}")
+  string(REGEX REPLACE "\\(NEEDED\\)[^[]*\\[([^]]*)\\]" "\\1" needed "${needed}")
+  foreach(lib IN LISTS needed)
+    if(lib MATCHES "${forbidden}")
+      message(FATAL_ERROR "${f} needs ${lib}: it must link no protobuf, ONNX or NVRTC")
+    endif()
+  endforeach()
+  execute_process(COMMAND ${NM} -C ${f} OUTPUT_VARIABLE syms RESULT_VARIABLE rc ERROR_QUIET)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "nm -C ${f} failed (${rc})")
+  endif()
+  if(syms MATCHES "[^\n]*(google::protobuf|onnx::|nvrtc[A-Z])[^\n]*")
+    message(FATAL_ERROR "${f} holds the symbol '${CMAKE_MATCH_0}': it must link no protobuf, ONNX or NVRTC")
+  endif()
+  message(STATUS "${f}: NEEDED ${needed}")
+endforeach()
