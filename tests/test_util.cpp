@@ -1,9 +1,5 @@
 #include "test_util.hpp"
 
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
-
 namespace stof::test {
 
 Tensor random_tensor(DType dt, const Shape& shape, std::mt19937_64& rng) {
@@ -16,13 +12,6 @@ Tensor random_tensor(DType dt, const Shape& shape, std::mt19937_64& rng) {
         else t.set_i64(i, ints(rng));
     }
     return t;
-}
-
-std::mt19937_64 make_rng() {
-    uint64_t seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-    if (const char* s = std::getenv("STOF_TEST_SEED")) seed = std::strtoull(s, nullptr, 10);
-    UNSCOPED_INFO("random seed " << seed << " (replay with STOF_TEST_SEED=" << seed << ")");
-    return std::mt19937_64(seed);
 }
 
 }  // namespace stof::test

@@ -4,6 +4,7 @@
 #include "catch.hpp"
 #include "ir/graph.hpp"
 #include "stof/error.hpp"
+#include "test_rng.hpp"
 
 #include <random>
 #include <string>
@@ -28,8 +29,5 @@ template <class F> void require_error(F&& f, const std::string& needle) {
 
 // A tensor of standard-normal floats (fresh per call unless seeded).
 Tensor random_tensor(DType dt, const Shape& shape, std::mt19937_64& rng);
-
-// A seeded generator; the seed is printed so a failure can be replayed with STOF_TEST_SEED.
-std::mt19937_64 make_rng();
 
 }  // namespace stof::test

@@ -44,6 +44,9 @@ void compile_kernels(LowerState& st, const LowerOptions& opt) {
         s.launch.kernel = it->second;
         ++job;
     }
+    if (opt.on_kernel_source)
+        for (size_t k = 0; k < st.plan.kernels.size(); ++k) opt.on_kernel_source(st.plan.kernels[k].key, st.jobs[job_of_kernel[k]].source);
+    if (!opt.nvrtc) return;
     const std::string cache = opt.cache_dir.empty() ? default_cache_dir() : opt.cache_dir;
     const size_t total = st.plan.kernels.size();
     const unsigned threads = opt.jobs > 0 ? static_cast<unsigned>(opt.jobs) : std::max(1u, std::thread::hardware_concurrency());

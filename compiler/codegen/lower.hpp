@@ -8,6 +8,7 @@
 #include "precision.hpp"
 #include "stof/plan.hpp"
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -27,6 +28,11 @@ struct LowerOptions {
     std::string model;                      // recorded in the plan's meta
     AttentionKernelChoice attention_kernel = AttentionKernelChoice::selector;
     bool quiet = false;                     // progress and summaries at debug level (tuning candidates)
+    // Called with each distinct generated kernel's key and CUDA source, before NVRTC
+    // (the codegen snapshot test). Without nvrtc the plan's kernels hold no code: the
+    // plan is for inspection only.
+    std::function<void(const std::string& key, const std::string& source)> on_kernel_source;
+    bool nvrtc = true;
 };
 
 plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOptions& opt);

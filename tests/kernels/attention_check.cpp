@@ -1,6 +1,7 @@
 #include "attention_check.hpp"
 
 #include "catch.hpp"
+#include "gpu_util.hpp"
 #include "stof/dtype.hpp"
 #include "stof/sparse_mask.hpp"
 
@@ -13,29 +14,9 @@
 #include <limits>
 #include <thread>
 
-#define CUDA_REQUIRE(expr)                                                                       \
-    do {                                                                                         \
-        const cudaError_t e_ = (expr);                                                           \
-        INFO(#expr << ": " << cudaGetErrorName(e_) << " " << cudaGetErrorString(e_));            \
-        REQUIRE(e_ == cudaSuccess);                                                              \
-    } while (0)
-
 namespace stof::test {
 
 namespace {
-
-// Device memory freed on scope exit.
-struct DeviceBuffer {
-    void* ptr = nullptr;
-    explicit DeviceBuffer(size_t bytes) { CUDA_REQUIRE(cudaMalloc(&ptr, std::max<size_t>(bytes, 16))); }
-    ~DeviceBuffer() { cudaFree(ptr); }
-    DeviceBuffer(const DeviceBuffer&) = delete;
-    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
-
-template <class T> void upload(DeviceBuffer& d, const std::vector<T>& h) {
-    if (!h.empty()) CUDA_REQUIRE(cudaMemcpy(d.ptr, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
-}
 
 uint16_t to_bits(kernels::ElemType t, float f) { return t == kernels::ElemType::f16 ? f32_to_f16(f) : f32_to_bf16(f); }
 float from_bits(kernels::ElemType t, uint16_t b) { return t == kernels::ElemType::f16 ? f16_to_f32(b) : bf16_to_f32(b); }
@@ -83,13 +64,6 @@ template <class F> void parallel_for(int64_t n, F&& f) {
 
 double rel_tolerance(kernels::ElemType t) { return t == kernels::ElemType::f16 ? 3e-3 : 2e-2; }
 double abs_tolerance(kernels::ElemType t) { return t == kernels::ElemType::f16 ? 2e-2 : 8e-2; }
-
-std::mt19937_64 kernel_test_rng() {
-    uint64_t seed = std::random_device{}();
-    if (const char* s = std::getenv("STOF_TEST_SEED")) seed = std::strtoull(s, nullptr, 10);
-    UNSCOPED_INFO("STOF_TEST_SEED=" << seed);
-    return std::mt19937_64(seed);
-}
 
 const std::vector<std::string>& mask_families() {
     static const std::vector<std::string> names = {"dense",   "causal",      "sliding", "global",

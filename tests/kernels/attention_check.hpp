@@ -3,6 +3,7 @@
 #pragma once
 
 #include "stof/kernels/attention.hpp"
+#include "test_rng.hpp"
 
 #include <cstdint>
 #include <random>
@@ -46,8 +47,5 @@ double abs_tolerance(kernels::ElemType t);
 // Mask families, [rows, cols] keep arrays.
 std::vector<uint8_t> mask_family(const std::string& name, int rows, int cols, std::mt19937_64& rng);
 const std::vector<std::string>& mask_families();
-
-// A seeded generator (STOF_TEST_SEED or random); the seed is reported with INFO.
-std::mt19937_64 kernel_test_rng();
 
 }  // namespace stof::test

@@ -54,7 +54,7 @@ std::vector<uint8_t> mixed_mask(int rows, int cols, std::mt19937_64& rng) {
 
 TEST_CASE("attention: every mask family and length, both kernels", "[gpu][kernels][attention]") {
     STOF_REQUIRE_GPU();
-    auto rng = kernel_test_rng();
+    auto rng = make_rng();
     for (const int S : {1, 63, 64, 65, 1000})
         for (const auto& fam : mask_families()) {
             AttentionCase c;
@@ -66,9 +66,9 @@ TEST_CASE("attention: every mask family and length, both kernels", "[gpu][kernel
 
 TEST_CASE("attention: dtypes, head dims, layouts, GQA", "[gpu][kernels][attention]") {
     STOF_REQUIRE_GPU();
-    auto rng = kernel_test_rng();
+    auto rng = make_rng();
     for (const ElemType dt : {ElemType::f16, ElemType::bf16})
-        for (const int D : {32, 64, 80, 96, 128})
+        for (const int D : stof::kernels::kAttentionHeadDims)
             for (const Layout layout : {Layout::bhsd, Layout::bshd}) {
                 AttentionCase c;
                 c.dtype = dt;
@@ -88,7 +88,7 @@ TEST_CASE("attention: dtypes, head dims, layouts, GQA", "[gpu][kernels][attentio
 TEST_CASE("attention: padding, bias, per-head and per-batch masks, tile_m 128, seq_q != seq_k",
           "[gpu][kernels][attention]") {
     STOF_REQUIRE_GPU();
-    auto rng = kernel_test_rng();
+    auto rng = make_rng();
     {
         AttentionCase c;  // key_valid: full, short, single key; random holes
         c.batch = 3;
@@ -152,7 +152,7 @@ TEST_CASE("attention: padding, bias, per-head and per-batch masks, tile_m 128, s
 
 TEST_CASE("attention: S = 4096", "[gpu][kernels][attention]") {
     STOF_REQUIRE_GPU();
-    auto rng = kernel_test_rng();
+    auto rng = make_rng();
     const int S = 4096;
     {
         AttentionCase c;
@@ -193,7 +193,7 @@ TEST_CASE("attention: S = 4096", "[gpu][kernels][attention]") {
 
 TEST_CASE("attention: small cases for compute-sanitizer", "[gpu][kernels][attention][sanitize]") {
     STOF_REQUIRE_GPU();
-    auto rng = kernel_test_rng();
+    auto rng = make_rng();
     for (const int S : {1, 65, 130})
         for (const char* fam : {"causal", "random_elem", "empty_rows"}) {
             AttentionCase c;

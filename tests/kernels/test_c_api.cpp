@@ -38,7 +38,7 @@ TEST_CASE("C API: errors are statuses with messages", "[cpu][c_api]") {
 
 TEST_CASE("C API: mask upload, stats, attention", "[gpu][c_api]") {
     STOF_REQUIRE_GPU();
-    auto rng = kernel_test_rng();
+    auto rng = make_rng();
     const int S = 200, D = 64, H = 2;
     const auto keep = mask_family("causal", S, S, rng);
     stof_mask* m = nullptr;

@@ -11,37 +11,10 @@
 
 using namespace stof;
 using namespace stof::kernels;
-
-#define CUDA_REQUIRE(expr)                                                 \
-    do {                                                                   \
-        const cudaError_t cuda_err_ = (expr);                              \
-        INFO(#expr << ": " << cudaGetErrorString(cuda_err_));              \
-        REQUIRE(cuda_err_ == cudaSuccess);                                 \
-    } while (0)
+using test::DeviceBuffer;
+using test::download;
 
 namespace {
-
-// Device memory owned by the test; freed (and the free checked) at scope exit.
-struct DeviceBuffer {
-    void* ptr = nullptr;
-    size_t bytes = 0;
-    explicit DeviceBuffer(size_t n) : bytes(n) { CUDA_REQUIRE(cudaMalloc(&ptr, std::max<size_t>(n, 1))); }
-    DeviceBuffer(const DeviceBuffer&) = delete;
-    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-    ~DeviceBuffer() {
-        if (ptr != nullptr) {
-            const cudaError_t e = cudaFree(ptr);
-            if (e != cudaSuccess) std::fprintf(stderr, "cudaFree failed: %s\n", cudaGetErrorString(e));
-        }
-    }
-    template <class T> T* as() const { return static_cast<T*>(ptr); }
-};
-
-template <class T> std::vector<T> download(const void* src, size_t count) {
-    std::vector<T> v(count);
-    if (count > 0) CUDA_REQUIRE(cudaMemcpy(v.data(), src, count * sizeof(T), cudaMemcpyDeviceToHost));
-    return v;
-}
 
 struct Case {
     int32_t batch, heads, rows, cols;
