@@ -76,6 +76,11 @@ void run_compile(const CompileArgs& a) {
     STOF_CHECK(tune == "off" || no_tuning.empty(), "--tune {} needs the GPU the plan is for, but {}", tune, no_tuning);
     STOF_CHECK(a.tune_budget >= 0, "--tune-budget must be a positive number of seconds");
 
+    // Default: <model stem>.plan in the current directory.
+    const std::string output =
+        a.output.empty() ? std::filesystem::path(a.model).stem().string() + ".plan" : a.output;
+    check_output_file(output, "-o");
+
     ir::Graph g = import_onnx_file(a.model);
     spdlog::info("imported {}: {} nodes, opset {}", a.model, g.nodes.size(), g.opset);
     CompileOptions opt;
@@ -130,9 +135,6 @@ void run_compile(const CompileArgs& a) {
                      st.measured, st.from_cache, st.rejected, st.failed, st.lowering_s, st.measuring_s, st.loading_s,
                      st.checking_s, st.whole_plans_s);
     }
-    // Default: <model stem>.plan in the current directory.
-    const std::string output =
-        a.output.empty() ? std::filesystem::path(a.model).stem().string() + ".plan" : a.output;
     {
         ProgressPhase phase(fmt::format("writing {}", output));
         plan::write_plan(p, output);

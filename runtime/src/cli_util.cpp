@@ -3,7 +3,10 @@
 #include "stof/error.hpp"
 #include "stof/npy.hpp"
 
+#include <unistd.h>
+
 #include <cctype>
+#include <filesystem>
 
 namespace stof::cli {
 
@@ -11,6 +14,20 @@ std::pair<std::string, std::string> split_assignment(const std::string& arg, con
     const size_t eq = arg.find('=');
     STOF_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < arg.size(), "{} '{}': expected NAME=VALUE", flag, arg);
     return {arg.substr(0, eq), arg.substr(eq + 1)};
+}
+
+void check_output_file(const std::string& path, const char* what) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    STOF_CHECK(!path.empty(), "{}: empty file name", what);
+    const fs::path p(path);
+    STOF_CHECK(path.back() != '/' && !fs::is_directory(p, ec), "{} {} is a directory; name the file to write, e.g. {}",
+               what, path, (p / "model.plan").lexically_normal().string());
+    const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+    STOF_CHECK(fs::is_directory(dir, ec), "{} {}: the directory {} does not exist", what, path, dir.string());
+    STOF_CHECK(::access(dir.c_str(), W_OK) == 0, "{} {}: the directory {} is not writable", what, path, dir.string());
+    STOF_CHECK(!fs::exists(p, ec) || fs::is_regular_file(p, ec), "{} {} exists and is not a regular file", what, path);
+    STOF_CHECK(!fs::exists(p, ec) || ::access(p.c_str(), W_OK) == 0, "{} {} exists and is not writable", what, path);
 }
 
 std::string tensor_file_name(const std::string& name) {

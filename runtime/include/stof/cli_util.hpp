@@ -13,6 +13,11 @@ namespace stof::cli {
 // "NAME=VALUE" → {NAME, VALUE}; `flag` names the option in errors.
 std::pair<std::string, std::string> split_assignment(const std::string& arg, const char* flag);
 
+// Checks, before any work, that `path` can be written as a file: not a directory
+// (nor ending in '/'), in an existing directory the process may write to, and not
+// something other than a regular file. `what` names the option in errors ("-o").
+void check_output_file(const std::string& path, const char* what);
+
 // A file name for a tensor name: characters outside [A-Za-z0-9._-] become '_'.
 std::string tensor_file_name(const std::string& tensor_name);
 
