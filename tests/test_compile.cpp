@@ -55,3 +55,32 @@ TEST_CASE("every precision runs attention on the sparse kernels; a fallback is i
     CHECK(attention_steps(dense) == 0);
     CHECK(dense.meta.notes.find("not on the sparse attention kernels: head dim 16") != std::string::npos);
 }
+
+TEST_CASE("an attention-like softmax the matcher refuses is reported in the plan's notes; a classifier's is not",
+          "[cpu][compile]") {
+    // x [2, 64, 32]: MatMul(x, xᵀ) -> Softmax -> MatMul(p, x): rank-3 scores, no heads.
+    test::OnnxBuilder b;
+    b.input("x", onnx::TensorProto::FLOAT, {2, 64, 32});
+    auto& t = b.node("Transpose", {"x"}, {"xt"});
+    test::set_attr(t, "perm", std::vector<int64_t>{0, 2, 1});
+    b.node("MatMul", {"x", "xt"}, {"s"});
+    auto& sm = b.node("Softmax", {"s"}, {"p"});
+    test::set_attr(sm, "axis", int64_t{-1});
+    b.node("MatMul", {"p", "x"}, {"o"});
+    b.output("o");
+    const plan::Plan p = compile(b.bytes(), Precision::fp16);
+    CHECK(attention_steps(p) == 0);
+    INFO(p.meta.notes);
+    CHECK(p.meta.notes.find("is not fused (dense MatMul/Softmax): the scores have shape [2,64,64], not [batch, heads, "
+                            "queries, keys]") != std::string::npos);
+
+    // logits = MatMul(x, W) -> Softmax: an output, read by no MatMul.
+    test::OnnxBuilder c;
+    c.input("x", onnx::TensorProto::FLOAT, {1, 2, 4, 32});
+    c.initializer("W", test::iota_f32({32, 8}));
+    c.node("MatMul", {"x", "W"}, {"logits"});
+    auto& sm2 = c.node("Softmax", {"logits"}, {"probs"});
+    test::set_attr(sm2, "axis", int64_t{-1});
+    c.output("probs");
+    CHECK(compile(c.bytes(), Precision::fp16).meta.notes.empty());
+}

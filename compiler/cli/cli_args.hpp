@@ -17,7 +17,8 @@ Shape parse_dims(const std::string& text, const std::string& context);
 // Help text of --mask (compile, eval, ir).
 inline constexpr const char* kMaskHelp =
     "Attention mask SPEC for every attention, or LAYERS=SPEC for attention layers N or N-M (0-5=sliding:64); "
-    "repeatable; intersected with the mask the model computes (forms: see stofc mask --help)";
+    "repeatable (the LAYERS=SPEC covering a layer are intersected, else the SPECs are); intersected with the mask the "
+    "model computes (forms: see stofc mask --help)";
 
 // --shape NAME=DIMS arguments → map.
 std::map<std::string, Shape> parse_shapes(const std::vector<std::string>& args);

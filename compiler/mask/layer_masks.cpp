@@ -14,7 +14,7 @@ namespace {
 LayerMask parse_layer_mask(const std::string& m) {
     const size_t eq = m.find('=');
     const size_t colon = m.find(':');
-    if (eq == std::string::npos || (colon != std::string::npos && colon < eq)) return LayerMask{0, std::numeric_limits<int>::max(), m};
+    if (eq == std::string::npos || (colon != std::string::npos && colon < eq)) return LayerMask{0, std::numeric_limits<int>::max(), m, true};
     const std::string range = m.substr(0, eq);
     const size_t dash = range.find('-');
     int lo = 0, hi = 0;
@@ -40,10 +40,15 @@ std::vector<LayerMask> parse_layer_masks(const std::vector<std::string>& args) {
 }
 
 std::optional<std::string> spec_for_layer(const std::vector<LayerMask>& masks, int layer) {
-    std::optional<std::string> found;
-    for (const LayerMask& m : masks)
-        if (layer >= m.first && layer <= m.last) found = m.spec;
-    return found;
+    std::optional<std::string> ranged, every;
+    auto intersect = [](std::optional<std::string>& into, const std::string& spec) {
+        into = into ? "(" + *into + ")&(" + spec + ")" : spec;
+    };
+    for (const LayerMask& m : masks) {
+        if (m.every_layer) intersect(every, m.spec);
+        else if (layer >= m.first && layer <= m.last) intersect(ranged, m.spec);
+    }
+    return ranged ? ranged : every;
 }
 
 Tensor layer_keep(const std::string& spec_text, const Tensor* model_keep, int64_t B, int64_t H, int64_t Sq, int64_t Sk) {

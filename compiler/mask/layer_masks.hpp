@@ -2,7 +2,8 @@
 // the keep pattern it gives together with the mask the model computes.
 //   LAYERS  N or N-M (attention layers numbered from 0 in graph order);
 //           without it the spec applies to every layer.
-// When several apply to one layer, the last one given wins.
+// A layer gets the LAYERS=SPEC values whose range covers it, intersected; a layer
+// none covers gets the SPEC values without LAYERS, intersected.
 #pragma once
 
 #include "stof/tensor.hpp"
@@ -17,6 +18,7 @@ namespace stof {
 struct LayerMask {
     int first = 0, last = std::numeric_limits<int>::max();  // the layers it applies to, inclusive
     std::string spec;                                          // the SPEC text
+    bool every_layer = false;                                  // given without LAYERS
 };
 
 // The --mask values in order; a malformed layer range throws stof::Error naming it.

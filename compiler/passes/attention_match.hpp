@@ -14,6 +14,7 @@
 #include "passes/match.hpp"
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace stof::passes {
@@ -28,7 +29,9 @@ struct AttentionMatch {
     double scale = 1;
 };
 
-// The attention block whose Softmax is `softmax`, or nullopt.
-std::optional<AttentionMatch> match_attention(const Matcher& m, const ir::Node& softmax);
+// The attention block whose Softmax is `softmax`, or nullopt; then, when the
+// Softmax looks like attention (MatMul scores, a MatMul reading the result),
+// `why` (if given) says what does not match.
+std::optional<AttentionMatch> match_attention(const Matcher& m, const ir::Node& softmax, std::string* why = nullptr);
 
 }  // namespace stof::passes

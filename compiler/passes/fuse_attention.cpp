@@ -3,8 +3,10 @@
 //   matched     passes/attention_match.hpp (scores, scale, mask nodes, output);
 //   its mask    passes/attention_mask.hpp (keep pattern, bias, padding or full
 //               mask input, found with the reference interpreter), intersected
-//               with `--mask [LAYERS=]SPEC` (mask/layer_masks.hpp); a mask that
-//               cannot be expressed leaves the attention as it is (logged);
+//               with `--mask [LAYERS=]SPEC` (mask/layer_masks.hpp);
+//   not fused   a mask that cannot be expressed, or an attention-like Softmax
+//               (MatMul scores, read by a MatMul) the matcher refuses, leaves
+//               the attention as it is: a warning and a note in the plan (why);
 //   operands    q, k and v read in place of the projections they are heads of
 //               (passes/attention_operands.hpp), and an output that only a
 //               [0,2,1,3] Transpose reads written as [B,S,H,D] in its place.
@@ -17,11 +19,13 @@
 #include "passes/attention_operands.hpp"
 #include "passes/passes.hpp"
 #include "stof/error.hpp"
+#include "stof/progress.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -34,16 +38,22 @@ using ir::ValueId;
 
 class AttentionFuser {
 public:
-    AttentionFuser(ir::Graph& g, const std::vector<LayerMask>& masks) : g_(g), m_(g), masks_(masks) {}
+    AttentionFuser(ir::Graph& g, const std::vector<LayerMask>& masks, const std::function<void(const std::string&)>& note)
+        : g_(g), m_(g), masks_(masks), note_(note) {}
 
     // Fuses every attention block; returns how many.
     int run() {
         std::set<std::string> rejected;  // Softmax nodes already found unfusable
+        std::set<std::string> reported;  // attention-like Softmax nodes the matcher refused, warned about once
         for (size_t si = 0; si < g_.nodes.size(); ++si) {
             const ir::Node& sm = g_.nodes[si];
             if (sm.op != Op::Softmax || rejected.count(sm.name)) continue;
-            const std::optional<AttentionMatch> a = match_attention(m_, sm);
-            if (!a) continue;
+            std::string why;
+            const std::optional<AttentionMatch> a = match_attention(m_, sm, &why);
+            if (!a) {
+                if (!why.empty() && reported.insert(sm.name).second) report(sm, why);
+                continue;
+            }
             if (!fuse(*a)) {
                 rejected.insert(sm.name);
                 continue;
@@ -61,6 +71,12 @@ private:
         OperandSource q, k, v;
     };
 
+    // An attention-like block left to dense ops: a warning and a note in the plan.
+    void report(const ir::Node& softmax, const std::string& why) {
+        const std::string text = fmt::format("attention at {} is not fused (dense MatMul/Softmax): {}", softmax.label(), why);
+        spdlog::warn("{}", text);
+        if (note_) note_(text);
+    }
     bool fuse(const AttentionMatch& a);
     Operands trace_operands(const AttentionMatch& a, int64_t B, int64_t H, int64_t Sk, int64_t D);
     ValueId add_node(Op op, ValueId in, const Shape& shape, const std::string& hint, ir::Attrs attrs);
@@ -70,6 +86,7 @@ private:
     ir::Graph& g_;
     Matcher m_;
     const std::vector<LayerMask>& masks_;
+    const std::function<void(const std::string&)>& note_;
     int layer_ = 0;
     std::string base_;                            // the name new values and nodes of this layer start with
     std::vector<ir::Node> added_;                 // this layer's new nodes, placed before the fused node
@@ -147,12 +164,12 @@ bool AttentionFuser::fuse(const AttentionMatch& a) {
     const std::string key = mask_key(m_, a, {B, H, Sq, Sk});
     auto known = meanings_.find(key);
     if (known == meanings_.end()) {
-        if (Sq * Sk >= (int64_t{1} << 22)) spdlog::info("evaluating the attention mask of {} ({}x{})", a.softmax->label(), Sq, Sk);
+        ProgressPhase phase(fmt::format("evaluating the attention mask of {} ({}x{})", a.softmax->label(), Sq, Sk));
         known = meanings_.emplace(key, analyse_mask(m_, a, {B, H, Sq, Sk})).first;
     }
     MaskMeaning mean = known->second;
     if (!mean.why_not.empty()) {
-        spdlog::info("attention at {} left unfused: {}", a.softmax->label(), mean.why_not);
+        report(*a.softmax, mean.why_not);
         return false;
     }
     std::string description = mean.keep ? "from the model" : "dense";
@@ -250,9 +267,9 @@ bool AttentionFuser::fuse(const AttentionMatch& a) {
 
 void fuse_attention(ir::Graph& g, const PassOptions& opt) {
     const std::vector<LayerMask> masks = parse_layer_masks(opt.masks);  // malformed ranges are rejected up front
-    const int layers = AttentionFuser(g, masks).run();
+    const int layers = AttentionFuser(g, masks, opt.note).run();
     STOF_CHECK(opt.masks.empty() || layers > 0,
-               "--mask was given, but no attention in the model could be recognised (run with -v to see why)");
+               "--mask was given, but no attention in the model could be recognised (the warnings above say why)");
 }
 
 }  // namespace stof::passes

@@ -151,6 +151,11 @@ TEST_CASE("a mask option is intersected with the model's mask, per layer range",
     // GPT-2 is causal already: --mask causal changes nothing.
     const Model causal = load(dir, {"causal"});
     CHECK(interpret(causal.g, causal.inputs).at("last_hidden_state").bytes == a.bytes);
+    // Overlapping layer ranges are intersected.
+    const Model both = load(dir, {"0-1=sliding:8", "1=global:2"});
+    const Tensor& b1 = *both.g.value(attention(both.g, 1).inputs[3]).data;
+    for (int64_t i = 0; i < 128; i += 3)
+        for (int64_t j = 0; j < 128; j += 3) CHECK((b1.get_i64(i * 128 + j) != 0) == (j <= i && i - j <= 8 && (i < 2 || j < 2)));
     test::require_error([&] { load(dir, {"x-2=causal"}); }, "is no layer range");
     test::require_error([&] { load(dir, {"causal|nope"}); }, "nope");
 }
