@@ -31,8 +31,9 @@ void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::No
 
 // SparseAttention on the sparse attention kernels. (emit_attention.cpp)
 void emit_attention(LowerState& st, const ir::Node& n);
-// Conv, ConvTranspose, Resize, CumSum and ScatterND as direct kernels. (emit_direct.cpp)
-void emit_direct(LowerState& st, const ir::Node& n);
+// Conv, ConvTranspose, Resize, CumSum and ScatterND as loop kernels, each a call of its
+// template (templates/stof/{conv,resize,scan,scatter}.cuh). (emit_loop_kernel.cpp)
+void emit_loop_kernel(LowerState& st, const ir::Node& n);
 
 // An arena tensor holding `tensor` converted to `to`: written by a kernel
 // appended at the first request, the same tensor for every later one (plan

@@ -133,7 +133,7 @@ plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOp
             }
             case SegmentKind::row: emit_rows(st, n); break;
             case SegmentKind::rownorm: emit_rownorm(st, s); break;
-            case SegmentKind::loop: emit_direct(st, n); break;
+            case SegmentKind::loop: emit_loop_kernel(st, n); break;
             case SegmentKind::attention: emit_attention(st, n); break;
             case SegmentKind::gemm: {
                 std::vector<const ir::Node*> epi;
