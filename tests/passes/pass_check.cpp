@@ -13,6 +13,12 @@ Tensor scalar_f32(float v) {
     return t;
 }
 
+const ir::Node* find_op(const ir::Graph& g, ir::Op op) {
+    for (const ir::Node& n : g.nodes)
+        if (n.op == op) return &n;
+    return nullptr;
+}
+
 ir::Graph prepared(const std::string& onnx_bytes) {
     ir::Graph g = import_onnx_bytes(onnx_bytes, "", "test model");
     passes::bind_inputs(g, {});

@@ -13,6 +13,9 @@ namespace stof::test {
 // A rank-0 f32 tensor holding v.
 Tensor scalar_f32(float v);
 
+// The first node of op `op` in g, or nullptr.
+const ir::Node* find_op(const ir::Graph& g, ir::Op op);
+
 // A serialized ONNX model imported and taken through bind-inputs,
 // infer-shapes and fold-constants (every input must have fixed dimensions).
 ir::Graph prepared(const std::string& onnx_bytes);

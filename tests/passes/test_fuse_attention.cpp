@@ -24,12 +24,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int count(const ir::Graph& g, ir::Op op) {
-    int n = 0;
-    for (const ir::Node& x : g.nodes) n += x.op == op;
-    return n;
-}
-
 struct Model {
     ir::Graph g;
     TensorMap inputs;
@@ -91,8 +85,8 @@ TEST_CASE("every zoo model fuses each attention layer and keeps its outputs", "[
         if (!fs::exists(d.path() / "model.onnx")) continue;
         INFO(d.path().filename().string());
         Model m = load(d.path());
-        CHECK(count(m.g, ir::Op::SparseAttention) == 2);
-        CHECK(count(m.g, ir::Op::Softmax) == 0);
+        CHECK(ir::count_ops(m.g, ir::Op::SparseAttention) == 2);
+        CHECK(ir::count_ops(m.g, ir::Op::Softmax) == 0);
         // Both layers mask alike: they read one keep constant (or none) and one bias constant (or none).
         const ir::Node &a0 = attention(m.g, 0), &a1 = attention(m.g, 1);
         for (size_t k : {size_t{3}, size_t{4}}) {
@@ -184,7 +178,7 @@ TEST_CASE("near-misses of attention stay unfused", "[cpu][passes][attention]") {
     auto fused = [](test::OnnxBuilder& b) {
         ir::Graph g = import_onnx_bytes(b.bytes(), "", "m");
         run_pipeline(g, {});
-        return count(g, ir::Op::SparseAttention);
+        return ir::count_ops(g, ir::Op::SparseAttention);
     };
     test::OnnxBuilder last = scores_model(-1);
     CHECK(fused(last) == 1);
@@ -306,7 +300,7 @@ TEST_CASE("attention reads q, k, v in place and writes where the head merge read
         const Model m = load(zoo / name);
         for (int layer = 0; layer < 2; ++layer) CHECK(attention(m.g, layer).attrs.s("layout", "hhhh") == "ssss");
         // ViT: the patch embedding's (patch-conv's two and the flattened patches' one).
-        CHECK(count(m.g, ir::Op::Transpose) == (std::string(name).rfind("vit", 0) == 0 ? 3 : 0));
+        CHECK(ir::count_ops(m.g, ir::Op::Transpose) == (std::string(name).rfind("vit", 0) == 0 ? 3 : 0));
     }
     // GPT-2: q, k, v are heads 0-1, 2-3, 4-5 of the fused c_attn projection [B,S,3·E].
     for (const char* name : {"gpt2-torchscript", "gpt2-dynamo"}) {
@@ -317,7 +311,7 @@ TEST_CASE("attention reads q, k, v in place and writes where the head merge read
         CHECK(m.g.value(a.inputs[0]).shape == Shape({2, 128, 6, 64}));
         CHECK(a.attrs.ints("head_offsets") == std::vector<int64_t>{0, 2, 4});
         CHECK((a.attrs.i("heads", 0) == 2 && a.attrs.i("kv_heads", 0) == 2));
-        CHECK(count(m.g, ir::Op::Split) == 0);
+        CHECK(ir::count_ops(m.g, ir::Op::Split) == 0);
     }
     // LLaMA: q and k after the rotary embedding ([B,H,S,D]), k and v with their 2 KV heads
     // (the grouped-query repeat is gone), v read as heads 6-7 of the merged q|k|v projection.
@@ -331,13 +325,13 @@ TEST_CASE("attention reads q, k, v in place and writes where the head merge read
         CHECK(m.g.value(a.inputs[2]).shape == Shape({2, 128, 8, 64}));
         CHECK(a.attrs.ints("head_offsets").at(2) == 6);
         CHECK(m.g.value(a.outputs[0]).shape == Shape({2, 128, 4, 64}));
-        CHECK(count(m.g, ir::Op::Expand) == 0);
+        CHECK(ir::count_ops(m.g, ir::Op::Expand) == 0);
     }
 }
 
 TEST_CASE("selection masks (Where) and chains of mask nodes are recognised", "[cpu][passes][attention]") {
     auto check_causal = [](const ir::Graph& g) {
-        REQUIRE(count(g, ir::Op::SparseAttention) == 1);
+        REQUIRE(ir::count_ops(g, ir::Op::SparseAttention) == 1);
         const ir::Node& a = attention(g, 0);
         REQUIRE(a.inputs.size() == 6);
         CHECK(a.attrs.f("scale", 0) == 0.25);
@@ -377,7 +371,7 @@ TEST_CASE("selection masks (Where) and chains of mask nodes are recognised", "[c
         TensorMap f = feeds;
         f["pad"] = cast(f.at("pad"), DType::f32);
         const BeforeAfter r = before_after(b, f);
-        REQUIRE(count(r.fused, ir::Op::SparseAttention) == 1);
+        REQUIRE(ir::count_ops(r.fused, ir::Op::SparseAttention) == 1);
         const ir::Node& a = attention(r.fused, 0);
         REQUIRE(a.inputs.size() == 6);
         CHECK(r.fused.value(a.inputs[5]).dtype == DType::boolean);
@@ -394,7 +388,7 @@ TEST_CASE("selection masks (Where) and chains of mask nodes are recognised", "[c
         TensorMap f = feeds;
         f["pad"] = cast(f.at("pad"), DType::f32);
         const BeforeAfter r = before_after(b, f);
-        CHECK(count(r.fused, ir::Op::SparseAttention) == 0);
+        CHECK(ir::count_ops(r.fused, ir::Op::SparseAttention) == 0);
         CHECK(compare(r.after, r.before, 0, 0).ok);
     }
     SECTION("a full [B,H,Sq,Sk] mask input becomes a keep computed at run time, with the model's causal pattern") {
@@ -417,14 +411,14 @@ TEST_CASE("selection masks (Where) and chains of mask nodes are recognised", "[c
                 full.set_i64(k, (rng() & 3) != 0 || k % 16 == (k / 16) % 16);
             f["full"] = full;
             const BeforeAfter r = before_after(b, f);
-            REQUIRE(count(r.fused, ir::Op::SparseAttention) == 1);
+            REQUIRE(ir::count_ops(r.fused, ir::Op::SparseAttention) == 1);
             const ir::Node& a = attention(r.fused, 0);
             REQUIRE(a.inputs.size() >= 4);
             const ir::Value& keep = r.fused.value(a.inputs[3]);
             CHECK(!keep.data);  // computed at run time
             CHECK(keep.dtype == DType::boolean);
             CHECK(keep.shape == Shape({1, 2, 16, 16}));
-            CHECK(count(r.fused, ir::Op::And) == 1);  // the input and the causal pattern
+            CHECK(ir::count_ops(r.fused, ir::Op::And) == 1);  // the input and the causal pattern
             CHECK(compare(r.after, r.before, 1e-5, 1e-6).ok);
         }
     }
@@ -436,13 +430,13 @@ TEST_CASE("selection masks (Where) and chains of mask nodes are recognised", "[c
         TensorMap f = feeds;
         f["full"] = test::random_tensor(DType::f32, {1, 2, 16, 16}, *std::make_unique<std::mt19937_64>(3));
         const BeforeAfter r = before_after(b, f);
-        CHECK(count(r.fused, ir::Op::SparseAttention) == 0);
+        CHECK(ir::count_ops(r.fused, ir::Op::SparseAttention) == 0);
         CHECK(compare(r.after, r.before, 0, 0).ok);
     }
     SECTION("a finite fill is no mask") {
         test::OnnxBuilder b = selection_model([](test::OnnxBuilder& m) { m.node("Where", {"causal", "s", "zero"}, {"masked"}); });
         const BeforeAfter r = before_after(b, feeds);
-        CHECK(count(r.fused, ir::Op::SparseAttention) == 0);
+        CHECK(ir::count_ops(r.fused, ir::Op::SparseAttention) == 0);
         CHECK(compare(r.after, r.before, 0, 0).ok);
     }
     SECTION("a mask that scales the scores is no mask") {
@@ -450,14 +444,14 @@ TEST_CASE("selection masks (Where) and chains of mask nodes are recognised", "[c
             m.node("Add", {"s", "pad_term"}, {"a"});
             m.node("Where", {"causal", "a", "a"}, {"masked"});
         });
-        CHECK(count(before_after(b, feeds).fused, ir::Op::SparseAttention) == 0);
+        CHECK(ir::count_ops(before_after(b, feeds).fused, ir::Op::SparseAttention) == 0);
     }
     SECTION("a condition computed from the scores is no mask") {
         test::OnnxBuilder b = selection_model([](test::OnnxBuilder& m) {
             m.node("Greater", {"s", "zero"}, {"positive"});
             m.node("Where", {"positive", "s", "neg_inf"}, {"masked"});
         });
-        CHECK(count(before_after(b, feeds).fused, ir::Op::SparseAttention) == 0);
+        CHECK(ir::count_ops(before_after(b, feeds).fused, ir::Op::SparseAttention) == 0);
     }
 }
 
@@ -522,7 +516,7 @@ TEST_CASE("SparseAttention's reference equals its MatMul/Softmax decomposition (
         fp32_plan.plan_precision = Precision::fp32;
         passes::decompose_attention(expanded, fp32_plan);
         expanded.verify();
-        CHECK(count(expanded, ir::Op::SparseAttention) == 0);
+        CHECK(ir::count_ops(expanded, ir::Op::SparseAttention) == 0);
         const Tensor got = interpret(expanded, feeds).at("o");
         CHECK(compare(got, want, 1e-5, 1e-6).ok);
         // Row 5 keeps no key: zeros.

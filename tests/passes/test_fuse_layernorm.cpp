@@ -72,12 +72,6 @@ std::string layernorm_model(const Spelling& s) {
     return b.bytes();
 }
 
-const ir::Node* find(const ir::Graph& g, ir::Op op) {
-    for (const ir::Node& n : g.nodes)
-        if (n.op == op) return &n;
-    return nullptr;
-}
-
 }  // namespace
 
 TEST_CASE("fuse-layernorm fuses every exported spelling", "[cpu][passes]") {
@@ -111,7 +105,7 @@ TEST_CASE("fuse-layernorm fuses every exported spelling", "[cpu][passes]") {
         const ir::Graph g = test::prepared(layernorm_model(s));
         const ir::Graph after = test::run_checked(g, passes::fuse_layernorm, rng);
         CHECK(ir::op_histogram(after) == "1 Identity, 1 LayerNormalization");
-        const ir::Node* ln = find(after, ir::Op::LayerNormalization);
+        const ir::Node* ln = test::find_op(after, ir::Op::LayerNormalization);
         REQUIRE(ln);
         CHECK(ln->attrs.i("axis", 0) == -1);
         CHECK(ln->attrs.f("epsilon", 0) == static_cast<double>(1e-6f));

@@ -78,12 +78,6 @@ std::string rmsnorm_model(const Spelling& s) {
     return b.bytes();
 }
 
-const ir::Node* find(const ir::Graph& g, ir::Op op) {
-    for (const ir::Node& n : g.nodes)
-        if (n.op == op) return &n;
-    return nullptr;
-}
-
 }  // namespace
 
 TEST_CASE("fuse-rmsnorm fuses the LLaMA and T5 spellings", "[cpu][passes]") {
@@ -114,7 +108,7 @@ TEST_CASE("fuse-rmsnorm fuses the LLaMA and T5 spellings", "[cpu][passes]") {
         INFO(s.name);
         const ir::Graph g = test::prepared(rmsnorm_model(s));
         const ir::Graph after = test::run_checked(g, passes::fuse_rmsnorm, rng, s.f16 ? 1e-2 : 1e-4, s.f16 ? 1e-2 : 1e-5);
-        const ir::Node* rms = find(after, ir::Op::RMSNorm);
+        const ir::Node* rms = test::find_op(after, ir::Op::RMSNorm);
         REQUIRE(rms);
         CHECK(rms->attrs.i("axis", 0) == -1);
         CHECK(rms->attrs.f("epsilon", 0) == static_cast<double>(1e-6f));
