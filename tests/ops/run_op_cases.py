@@ -28,14 +28,22 @@ def shapes(case):
     return args
 
 
+# fp32 plans run attention on the fp16 sparse kernels (fp16 copies of Q, K, V, fp32
+# accumulation): about 1e-3 relative error (README, --precision), as the zoo's fp32 runs allow.
+FP32_ATTENTION_TOLERANCE = (5e-3, 1e-3)
+
+
 def check(case, a):
     plan = a.work / f"{case.name}.plan"
+    rtol, atol = a.rtol, a.atol
+    if a.precision == "fp32" and case.name.startswith("Attention_"):
+        rtol, atol = max(rtol, FP32_ATTENTION_TOLERANCE[0]), max(atol, FP32_ATTENTION_TOLERANCE[1])
     cmd = [a.stofc, "compile", case / "model.onnx", "-o", plan, "--precision", a.precision, *shapes(case), "-j", "1"]
     cmd += ["--offline", "--arch", a.arch] if a.mode == "compile" else []
     cmds = [cmd]
     if a.mode == "run":
         cmds.append([a.stof_run, plan, "--inputs-dir", case / "inputs", "--expect-dir", case / "expected",
-                     "--rtol", str(a.rtol), "--atol", str(a.atol)])
+                     "--rtol", str(rtol), "--atol", str(atol)])
     for c in cmds:
         r = subprocess.run([str(x) for x in c], capture_output=True, text=True)
         if r.returncode != 0:
