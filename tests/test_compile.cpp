@@ -9,10 +9,10 @@ using namespace stof;
 
 namespace {
 
-// q, k, v [1, 2, 16, D] (heads-major) through scaled-dot-product attention.
-std::string attention_model(int64_t d) {
+// q, k, v [1, 2, S, D] (heads-major) through scaled-dot-product attention.
+std::string attention_model(int64_t d, int64_t seq = 16) {
     test::OnnxBuilder b;
-    for (const char* n : {"q", "k", "v"}) b.input(n, onnx::TensorProto::FLOAT, {1, 2, 16, d});
+    for (const char* n : {"q", "k", "v"}) b.input(n, onnx::TensorProto::FLOAT, {1, 2, seq, d});
     b.initializer("perm_scale", test::scalar_f32(0.25f));
     auto& t = b.node("Transpose", {"k"}, {"kt"});
     test::set_attr(t, "perm", std::vector<int64_t>{0, 1, 3, 2});
@@ -25,14 +25,21 @@ std::string attention_model(int64_t d) {
     return b.bytes();
 }
 
-plan::Plan compile(const std::string& bytes, Precision p) {
+plan::Plan compile(const std::string& bytes, Precision p, const std::string& arch = "sm_90") {
     ir::Graph g = import_onnx_bytes(bytes, "", "attention");
     CompileOptions opt;
     opt.lower.precision = p;
-    opt.lower.arch = "sm_90";
+    opt.lower.arch = arch;
     opt.lower.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
     opt.lower.model = "attention.onnx";
     return compile_model(g, opt);
+}
+
+// The kernel of the plan's only attention step.
+int32_t attention_kernel(const plan::Plan& p) {
+    for (const plan::Step& s : p.steps)
+        if (s.kind == plan::StepKind::attention) return s.attention.kernel;
+    return -1;
 }
 
 int attention_steps(const plan::Plan& p) {
@@ -83,4 +90,13 @@ TEST_CASE("an attention-like softmax the matcher refuses is reported in the plan
     test::set_attr(sm2, "axis", int64_t{-1});
     c.output("probs");
     CHECK(compile(c.bytes(), Precision::fp16).meta.notes.empty());
+}
+
+TEST_CASE("plans for sm_90 record the Hopper block-wise kernel at head dims 64 and 128", "[cpu][compile]") {
+    CHECK(attention_kernel(compile(attention_model(64, 256), Precision::fp16)) == 2);
+    CHECK(attention_kernel(compile(attention_model(128, 256), Precision::bf16)) == 2);
+    CHECK(attention_kernel(compile(attention_model(32, 256), Precision::fp16)) == 0);   // no Hopper instance
+    CHECK(attention_kernel(compile(attention_model(64, 256), Precision::fp16, "sm_80")) == 0);
+    CHECK(attention_kernel(compile(attention_model(64, 16), Precision::fp16)) == 1);    // the selector's row-wise
+    CHECK(std::string(plan::attention_kernel_name(2)) == "attention_block_wise_sm90");
 }

@@ -127,6 +127,13 @@ void emit_attention(LowerState& st, const ir::Node& n) {
                      kernel, reason);
     }
 
+    // Hopper: the block-wise choice at head_dim 64 or 128 runs the sm_90a kernel (TMA, wgmma;
+    // it falls back to the sm_80 kernel on other GPUs); --attention-kernel block-wise keeps sm_80.
+    if (a.kernel == 0 && st.arch == "sm_90" && (D == 64 || D == 128) && st.attention_kernel == AttentionKernelChoice::selector) {
+        a.kernel = 2;
+        spdlog::info("{}: block-wise kernel for sm_90 (TMA, wgmma), head_dim {}", n.label(), D);
+    }
+
     // Padding: packed into validity words once per run, shared by every attention reading the same input.
     if (n.inputs.size() > 5 && n.inputs[5] != ir::kNoValue) {
         auto [it, fresh] = st.key_valid_words.try_emplace(n.inputs[5], -1);

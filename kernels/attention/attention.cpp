@@ -83,7 +83,8 @@ AttnParams make_params(const AttentionArgs& a) {
 }  // namespace attn
 
 std::string check_attention_args(const AttentionArgs& a, AttentionKernel kernel) {
-    if (kernel != AttentionKernel::block_wise && kernel != AttentionKernel::row_wise)
+    if (kernel != AttentionKernel::block_wise && kernel != AttentionKernel::row_wise &&
+        kernel != AttentionKernel::block_wise_sm90)
         return "unknown attention kernel " + std::to_string(static_cast<int>(kernel));
     if (a.dtype != ElemType::f16 && a.dtype != ElemType::bf16)
         return "unsupported element type " + std::to_string(static_cast<int>(a.dtype)) + " (f16 = 0 or bf16 = 1)";
@@ -106,7 +107,7 @@ std::string check_attention_args(const AttentionArgs& a, AttentionKernel kernel)
                std::to_string(a.seq_q) + "x" + std::to_string(a.seq_k);
     if (!m.row_ptr) return "mask row_ptr is null";
     if (m.tile_n != 64) return "mask tile_n " + std::to_string(m.tile_n) + " is not supported (64)";
-    if (kernel == AttentionKernel::block_wise) {
+    if (kernel != AttentionKernel::row_wise) {
         if (m.tile_m != 64 && m.tile_m != 128)
             return "mask tile_m " + std::to_string(m.tile_m) + " is not supported by the block-wise kernel (64 or 128)";
         if (a.block_m != 0 && a.block_m != 64 && a.block_m != 128)
@@ -137,6 +138,10 @@ cudaError_t launch_attention(const AttentionArgs& a, AttentionKernel kernel, cud
         };
         return with_attention_head_dim(a.head_dim, row_wise);
     }
+    if (kernel == AttentionKernel::block_wise_sm90 && a.block_m != 64) {
+        const cudaError_t e = attn::launch_block_wise_sm90(p, a.dtype, a.head_dim, stream);
+        if (e != cudaErrorNotSupported) return e;
+    }
     const int bm = pick_block_m(a);
     auto block_wise = [&]<int D>() {
         return f16 ? attn::launch_block_wise<ElemType::f16, D>(p, bm, stream)
@@ -144,5 +149,7 @@ cudaError_t launch_attention(const AttentionArgs& a, AttentionKernel kernel, cud
     };
     return with_attention_head_dim(a.head_dim, block_wise);
 }
+
+bool attention_sm90_available(int32_t head_dim) { return (head_dim == 64 || head_dim == 128) && attn::sm90_device(); }
 
 }  // namespace stof::kernels

@@ -19,15 +19,12 @@
 
 #include "mma.cuh"
 #include "params.hpp"
+#include "tile_list.cuh"
 
 #include <climits>
 #include <cuda_runtime.h>
 
 namespace stof::kernels::attn {
-
-template <ElemType E> struct ElemOf;
-template <> struct ElemOf<ElemType::f16> { using type = __half; };
-template <> struct ElemOf<ElemType::bf16> { using type = __nv_bfloat16; };
 
 template <int D, int BM> struct BlockWiseTraits {
     static_assert(kIsAttentionHeadDim<D>, "block-wise attention: head_dim must be one of STOF_ATTENTION_HEAD_DIMS");
@@ -55,32 +52,6 @@ template <int D, int BM> struct BlockWiseTraits {
     // one chunk then cover all eight 16-byte bank groups (with 4 chunks a row, two rows
     // share a 128-byte line, so rows pair up).
     static __device__ __forceinline__ int swizzle(int r7) { return CHUNKS >= 8 ? r7 : (r7 >> 1) & (CHUNKS - 1); }
-};
-
-// A cursor over one tile row's list (entries pos..end-1 of col_idx/bitmap_idx), the
-// current entry preloaded.
-struct TileList {
-    int pos, end;
-    int col, bm;  // col == INT_MAX: exhausted
-
-    __device__ __forceinline__ void init(const AttnParams& p, int first, int last) {
-        pos = first;
-        end = last;
-        load(p);
-    }
-    __device__ __forceinline__ void load(const AttnParams& p) {
-        if (pos < end) {
-            col = __ldg(p.col_idx + pos);
-            bm = __ldg(p.bitmap_idx + pos);
-        } else {
-            col = INT_MAX;
-            bm = -1;
-        }
-    }
-    __device__ __forceinline__ void advance(const AttnParams& p) {
-        ++pos;
-        load(p);
-    }
 };
 
 // One key tile as the CTA sees it: which halves (64-row groups) compute it and how.

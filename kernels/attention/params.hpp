@@ -40,4 +40,10 @@ AttnParams make_params(const AttentionArgs& a);
 template <ElemType E, int D> cudaError_t launch_block_wise(const AttnParams& p, int block_m, cudaStream_t stream);
 template <ElemType E, int D> cudaError_t launch_row_wise(const AttnParams& p, cudaStream_t stream);
 
+// The Hopper block-wise kernel (block_wise_sm90.cuh): cudaErrorNotSupported, launching
+// nothing, when head_dim is not 64 or 128, the device is not compute capability 9.0, or
+// the strides cannot be described by tensor maps.
+cudaError_t launch_block_wise_sm90(const AttnParams& p, ElemType e, int head_dim, cudaStream_t stream);
+bool sm90_device();  // the current device has compute capability 9.0
+
 }  // namespace stof::kernels::attn

@@ -339,10 +339,10 @@ void Executor::prepare_steps() {
                     A.bias_stride_h = a.bias_stride_h;
                     A.bias_stride_s = a.bias_stride_s;
                     A.block_m = A.mask.tile_m == 128 ? 128 : 0;
-                    p.attention_kernel = a.kernel == 1 ? kernels::AttentionKernel::row_wise : kernels::AttentionKernel::block_wise;
+                    p.attention_kernel = static_cast<kernels::AttentionKernel>(a.kernel);  // 0, 1, 2 (plan_validate)
                     const std::string why = kernels::check_attention_args(A, p.attention_kernel);
-                    STOF_CHECK(why.empty(), "the {} attention kernel does not support this step: {}",
-                               a.kernel == 1 ? "row-wise" : "block-wise", why);
+                    STOF_CHECK(why.empty(), "the {} attention kernel does not support this step: {}", plan::attention_kernel_name(a.kernel),
+                               why);
                     break;
                 }
                 case plan::StepKind::key_valid: {

@@ -26,7 +26,9 @@ const char* epilogue_name(Epilogue e) {
     return "unknown";
 }
 
-const char* attention_kernel_name(int32_t kernel) { return kernel == 1 ? "attention_row_wise" : "attention_block_wise"; }
+const char* attention_kernel_name(int32_t kernel) {
+    return kernel == 1 ? "attention_row_wise" : kernel == 2 ? "attention_block_wise_sm90" : "attention_block_wise";
+}
 
 std::string step_label(const Step& s) {
     if (!s.label.empty()) return s.label;

@@ -298,7 +298,7 @@ private:
                    static_cast<i128>(a.heads - 1) * a.bias_stride_h + static_cast<i128>(a.seq_q - 1) * a.bias_stride_s + a.seq_k,
                    "bias");
         }
-        STOF_CHECK(a.kernel == 0 || a.kernel == 1, "kernel {} is neither 0 (block-wise) nor 1 (row-wise)", a.kernel);
+        STOF_CHECK(a.kernel >= 0 && a.kernel <= 2, "kernel {} is not 0 (block-wise), 1 (row-wise) or 2 (block-wise sm_90)", a.kernel);
     }
 
     void check_key_valid(const KeyValidStep& k) {

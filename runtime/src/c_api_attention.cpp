@@ -188,9 +188,10 @@ stof_status stof_attention(const stof_attention_params* params, void* stream) {
         a.bias_stride_s = P.bias_stride_s;
         a.block_m = P.block_m;
         stof::kernels::AttentionKernel kernel;
-        if (P.kernel == STOF_KERNEL_AUTO)
+        if (P.kernel == STOF_KERNEL_AUTO) {
             kernel = stof::kernels::select_attention_kernel(P.mask->stats.rho, P.seq_k);
-        else if (P.kernel == STOF_KERNEL_BLOCK_WISE || P.kernel == STOF_KERNEL_ROW_WISE)
+            if (kernel == stof::kernels::AttentionKernel::block_wise) kernel = stof::kernels::AttentionKernel::block_wise_sm90;
+        } else if (P.kernel == STOF_KERNEL_BLOCK_WISE || P.kernel == STOF_KERNEL_ROW_WISE || P.kernel == STOF_KERNEL_BLOCK_WISE_SM90)
             kernel = static_cast<stof::kernels::AttentionKernel>(P.kernel);
         else
             throw InvalidArgument{"stof_attention: unknown kernel " + std::to_string(P.kernel)};

@@ -3,6 +3,7 @@
 #include "catch.hpp"
 #include "gpu_util.hpp"
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,8 @@ struct KernelChoice {
 };
 const KernelChoice kChoices[] = {{"block64", AttentionKernel::block_wise, 64},
                                  {"block128", AttentionKernel::block_wise, 128},
-                                 {"row", AttentionKernel::row_wise, 0}};
+                                 {"row", AttentionKernel::row_wise, 0},
+                                 {"sm90", AttentionKernel::block_wise_sm90, 0}};
 
 void check(const AttentionCase& c, const std::string& what, std::mt19937_64& rng) {
     const AttentionResult r = run_attention_case(c, rng);
@@ -32,10 +34,12 @@ void check(const AttentionCase& c, const std::string& what, std::mt19937_64& rng
     CHECK(r.max_abs_error <= abs_tolerance(c.dtype));
 }
 
-// Runs c with every kernel choice (the mask's tile_m permitting).
+// Runs c with every kernel choice (the mask's tile_m permitting; the Hopper kernel where
+// this GPU and head dim run it, not its fallback).
 void check_all_kernels(AttentionCase c, const std::string& what, std::mt19937_64& rng) {
     for (const auto& k : kChoices) {
         if (c.tile_m == 128 && k.block_m == 64) continue;
+        if (k.kernel == AttentionKernel::block_wise_sm90 && !stof::kernels::attention_sm90_available(c.head_dim)) continue;
         c.kernel = k.kernel;
         c.block_m = k.block_m;
         check(c, what + " [" + k.name + "]", rng);
@@ -189,6 +193,37 @@ TEST_CASE("attention: S = 4096", "[gpu][kernels][attention]") {
         c.kernel = AttentionKernel::block_wise;
         check(c, "sliding 4096 bf16 D128 block auto", rng);
     }
+}
+
+TEST_CASE("attention: the Hopper kernel at S = 4096", "[gpu][kernels][attention]") {
+    STOF_REQUIRE_GPU();
+    if (!stof::kernels::attention_sm90_available(64)) {
+        std::printf("STOF-SKIP: not a compute capability 9.0 GPU\n");
+        return;
+    }
+    auto rng = make_rng();
+    const int S = 4096;
+    for (const std::string& fam : mask_families())
+        for (const int D : {64, 128})
+            for (const ElemType dt : {ElemType::f16, ElemType::bf16}) {
+                AttentionCase c;
+                c.batch = 1;
+                c.heads = 2;
+                c.kv_heads = D == 64 ? 2 : 1;
+                c.head_dim = D;
+                c.dtype = dt;
+                c.layout = D == 64 ? Layout::bhsd : Layout::bshd;
+                c.seq_q = c.seq_k = S;
+                c.check_rows = 96;
+                c.keep = mask_family(fam, S, S, rng);
+                c.kernel = AttentionKernel::block_wise_sm90;
+                if (fam == "bigbird") {
+                    c.valid_len = {4000};
+                    c.invalid_fraction = 0.05;
+                    c.bias = true;
+                }
+                check(c, fam + " 4096 sm90 D" + std::to_string(D) + (dt == ElemType::f16 ? " f16" : " bf16"), rng);
+            }
 }
 
 TEST_CASE("attention: small cases for compute-sanitizer", "[gpu][kernels][attention][sanitize]") {

@@ -39,7 +39,7 @@ void require_error(const AttentionArgs& a, AttentionKernel k, const std::string&
 }  // namespace
 
 TEST_CASE("check_attention_args accepts valid arguments and names what is wrong", "[cpu][kernels][attention]") {
-    for (const auto k : {AttentionKernel::block_wise, AttentionKernel::row_wise}) {
+    for (const auto k : {AttentionKernel::block_wise, AttentionKernel::row_wise, AttentionKernel::block_wise_sm90}) {
         CHECK(check_attention_args(valid_args(), k).empty());
         auto a = valid_args();
         a.head_dim = 48;
@@ -86,6 +86,11 @@ TEST_CASE("check_attention_args accepts valid arguments and names what is wrong"
     a.mask.tile_m = 128;
     a.block_m = 64;
     require_error(a, AttentionKernel::block_wise, "needs block_m 128");
+    require_error(a, AttentionKernel::block_wise_sm90, "needs block_m 128");
+    a = valid_args();
+    a.mask.tile_m = 32;
+    require_error(a, AttentionKernel::block_wise_sm90, "tile_m 32");
+    require_error(a, static_cast<AttentionKernel>(3), "unknown attention kernel 3");
 }
 
 TEST_CASE("the selector follows rho - tau / log2(N/16)^2", "[cpu][kernels][attention]") {

@@ -166,7 +166,7 @@ def run_row(stof, b, h, hkv, d, s, mask_name, dtype, flex, flash):
     ke, ve = (t.repeat_interleave(h // hkv, 1) for t in (k, v)) if gqa else (k, v)  # SDPA's K/V
 
     impls = {}
-    for kern in ("auto", "block-wise", "row-wise"):
+    for kern in ("auto", "block-wise", "block-wise-sm90", "row-wise"):
         impls[f"stof_{kern}"] = (lambda kern=kern: stof.attention(q, k, v, o, mask, scale, kern)) , (lambda: o)
     impls["sdpa_mask"] = (lambda: F.scaled_dot_product_attention(q, ke, ve, attn_mask=keep, scale=scale)), None
     structural = mask_name in ("dense", "causal")
@@ -218,7 +218,7 @@ def fmt_cell(r):
 
 
 def table(rows):
-    head = ["B", "H", "D", "S", "mask", "density", "kernel", "stofc", "block", "row", *PEERS, "vs best peer",
+    head = ["B", "H", "D", "S", "mask", "density", "kernel", "stofc", "block", "sm90", "row", *PEERS, "vs best peer",
             "vs flex"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
@@ -230,7 +230,8 @@ def table(rows):
         heads = str(r["H"]) if r.get("H_kv", r["H"]) == r["H"] else f"{r['H']}/{r['H_kv']}"
         lines.append("| " + " | ".join([str(r["B"]), heads, str(r["D"]), str(r["S"]), r["mask"],
                                         f"{r['density']:.3f}", r["selected"], fmt_cell(st),
-                                        fmt_cell(res.get("stof_block-wise")), fmt_cell(res.get("stof_row-wise")),
+                                        fmt_cell(res.get("stof_block-wise")), fmt_cell(res.get("stof_block-wise-sm90")),
+                                        fmt_cell(res.get("stof_row-wise")),
                                         *[fmt_cell(res.get(p)) for p in PEERS],
                                         speed(min(peers_ok) if peers_ok else None),
                                         speed(min(flex_ok) if flex_ok else None)]) + " |")

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-KERNEL = {"auto": -1, "block-wise": 0, "row-wise": 1}
+KERNEL = {"auto": -1, "block-wise": 0, "row-wise": 1, "block-wise-sm90": 2}
 DTYPE = {"float16": 2, "bfloat16": 3}
 
 

@@ -148,7 +148,9 @@ typedef struct stof_mask_stats {
 } stof_mask_stats;
 STOF_API stof_status stof_mask_get_stats(const stof_mask* mask, stof_mask_stats* out);
 
-enum { STOF_KERNEL_AUTO = -1, STOF_KERNEL_BLOCK_WISE = 0, STOF_KERNEL_ROW_WISE = 1 };
+/* BLOCK_WISE_SM90: the Hopper kernel (head_dim 64 and 128 on compute capability 9.0;
+ * elsewhere it runs BLOCK_WISE). AUTO runs it wherever the selector picks block-wise. */
+enum { STOF_KERNEL_AUTO = -1, STOF_KERNEL_BLOCK_WISE = 0, STOF_KERNEL_ROW_WISE = 1, STOF_KERNEL_BLOCK_WISE_SM90 = 2 };
 
 /* A strided 4-D device tensor [batch, heads, seq, head_dim]; strides in elements,
  * the head_dim stride is 1. */

@@ -101,7 +101,7 @@ struct AttentionStep {
     int32_t key_valid = -1;  // tensor of [batch, ceil(seq_k/64)] u64 validity words, or -1
     int32_t bias = -1;       // tensor of additive bias (dtype of q), or -1
     int64_t bias_stride_h = 0, bias_stride_s = 0;
-    int32_t kernel = 0;      // 0 block-wise, 1 row-wise
+    int32_t kernel = 0;      // 0 block-wise, 1 row-wise, 2 block-wise sm_90 (stof::kernels::AttentionKernel)
 };
 
 // Packs a [batch, seq] padding mask (any integer or bool dtype, nonzero = valid)
@@ -186,7 +186,7 @@ std::vector<int32_t> step_tensors(const Step& s);
 // "launch", "gemm", "attention", "key_valid", "copy", "mask_convert" and "none", "bias", "gelu", ...
 const char* step_kind_name(StepKind k);
 const char* epilogue_name(Epilogue e);
-// "attention_block_wise" / "attention_row_wise" (AttentionStep::kernel 0 / 1).
+// "attention_block_wise" / "attention_row_wise" / "attention_block_wise_sm90" (AttentionStep::kernel 0 / 1 / 2).
 const char* attention_kernel_name(int32_t kernel);
 // What a step is, for listings and profiles: its label, else its kind's name in
 // words ("sparse_attention" for attention); and the kernel that runs it (the

@@ -50,10 +50,19 @@ struct AttentionArgs {
     int64_t bias_stride_h = 0, bias_stride_s = 0;
     // Block-wise kernel only: query rows per CTA, 64 or 128 (128 also walks two 64-row
     // mask tile rows at once); 0 picks by problem size. A tile_m = 128 mask needs 128.
+    // block_wise_sm90 always takes 128 rows per CTA; block_m = 64 makes it run block_wise.
     int32_t block_m = 0;
 };
 
-enum class AttentionKernel : int32_t { block_wise = 0, row_wise = 1 };
+// block_wise: the sm_80 kernel (mma.sync, cp.async), every head dim.
+// row_wise: one warp per query row.
+// block_wise_sm90: the Hopper kernel (TMA, wgmma, warp specialisation) for head_dim 64
+//   and 128 on compute capability 9.0; elsewhere (other head dims or GPUs, strides a
+//   tensor map cannot describe) it runs block_wise. Same contract and arguments as block_wise.
+enum class AttentionKernel : int32_t { block_wise = 0, row_wise = 1, block_wise_sm90 = 2 };
+
+// True when block_wise_sm90 runs the Hopper kernel for `head_dim` on the current device.
+bool attention_sm90_available(int32_t head_dim);
 
 // "" when the kernels support these arguments, else what is wrong with them.
 std::string check_attention_args(const AttentionArgs& a, AttentionKernel kernel);

@@ -1,0 +1,90 @@
+// The Hopper block-wise kernel's instances (f16, bf16 x head_dim 64, 128) and launcher:
+// tensor maps for Q, K, V and O, the device check and the launch.
+#include "block_wise_sm90.cuh"
+
+#include <cudaTypedefs.h>
+
+namespace stof::kernels::attn {
+
+namespace {
+
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+    static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+        void* f = nullptr;
+        cudaDriverEntryPointQueryResult q{};
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+            q != cudaDriverEntryPointSuccess)
+            return static_cast<PFN_cuTensorMapEncodeTiled_v12000>(nullptr);
+        return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+    }();
+    return fn;
+}
+
+// [batch, heads, rows, D] with element strides (sb, sh, ss), boxes of 64 rows x 64
+// elements in the 128-byte swizzle; out-of-range elements read as zeros.
+bool encode(CUtensorMap* map, const void* base, bool bf16, int d, int rows, int heads, int batch, int64_t sb, int64_t sh, int64_t ss) {
+    const PFN_cuTensorMapEncodeTiled_v12000 fn = tensor_map_encoder();
+    if (!fn) return false;
+    // A dimension of extent 1 is never stepped along; give it a stride the encoder accepts.
+    if (heads == 1) sh = ss;
+    if (batch == 1) sb = ss;
+    const cuuint64_t dims[4] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(heads),
+                                static_cast<cuuint64_t>(batch)};
+    const cuuint64_t strides[3] = {static_cast<cuuint64_t>(ss) * 2, static_cast<cuuint64_t>(sh) * 2, static_cast<cuuint64_t>(sb) * 2};
+    const cuuint32_t box[4] = {64, 64, 1, 1};
+    const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
+    return fn(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, const_cast<void*>(base), dims,
+              strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+template <typename T, int D>
+cudaError_t launch(const AttnParams& p, const CUtensorMap& tq, const CUtensorMap& tk, const CUtensorMap& tv, const CUtensorMap& to,
+                   cudaStream_t stream) {
+    using Tr = Sm90Traits<D>;
+    auto kernel = block_wise_sm90_kernel<T, D>;
+    static bool configured[64] = {};
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    if (dev < 0 || dev >= 64 || !configured[dev]) {
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::SMEM_BYTES);
+        if (e != cudaSuccess) return e;
+        if (dev >= 0 && dev < 64) configured[dev] = true;
+    }
+    const dim3 grid((p.seq_q + Tr::BM - 1) / Tr::BM * p.heads * p.batch);
+    kernel<<<grid, Tr::THREADS, Tr::SMEM_BYTES, stream>>>(p, tq, tk, tv, to);
+    return cudaGetLastError();
+}
+
+}  // namespace
+
+bool sm90_device() {
+    static int cached[64] = {};  // 0 unknown, 1 yes, 2 no
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) return false;
+    if (dev < 64 && cached[dev]) return cached[dev] == 1;
+    int major = 0, minor = 0;
+    const bool yes = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+                     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess && major == 9 &&
+                     minor == 0;
+    if (dev < 64) cached[dev] = yes ? 1 : 2;
+    return yes;
+}
+
+cudaError_t launch_block_wise_sm90(const AttnParams& p, ElemType e, int head_dim, cudaStream_t stream) {
+    if ((head_dim != 64 && head_dim != 128) || !sm90_device()) return cudaErrorNotSupported;
+    const bool bf16 = e == ElemType::bf16;
+    const int kv_heads = p.heads / p.group;
+    CUtensorMap tq, tk, tv, to;
+    if (!encode(&tq, p.q, bf16, head_dim, p.seq_q, p.heads, p.batch, p.q_sb, p.q_sh, p.q_ss) ||
+        !encode(&tk, p.k, bf16, head_dim, p.seq_k, kv_heads, p.batch, p.k_sb, p.k_sh, p.k_ss) ||
+        !encode(&tv, p.v, bf16, head_dim, p.seq_k, kv_heads, p.batch, p.v_sb, p.v_sh, p.v_ss) ||
+        !encode(&to, p.o, bf16, head_dim, p.seq_q, p.heads, p.batch, p.o_sb, p.o_sh, p.o_ss))
+        return cudaErrorNotSupported;
+    if (head_dim == 64)
+        return bf16 ? launch<__nv_bfloat16, 64>(p, tq, tk, tv, to, stream) : launch<__half, 64>(p, tq, tk, tv, to, stream);
+    return bf16 ? launch<__nv_bfloat16, 128>(p, tq, tk, tv, to, stream) : launch<__half, 128>(p, tq, tk, tv, to, stream);
+}
+
+}  // namespace stof::kernels::attn

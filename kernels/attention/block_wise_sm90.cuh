@@ -1,0 +1,411 @@
+// Block-wise sparse attention for Hopper (sm_90a): TMA, wgmma, warp specialisation.
+//
+// One CTA of three warpgroups per (128 query rows, head, batch):
+//   warpgroup 0, one thread: the producer. It walks the listed 64-column key tiles of the
+//     CTA's rows (the union of the two 64-row mask tile rows' lists, ascending; one list
+//     for a tile_m = 128 mask) and, per tile, writes the tile's TileInfo to the stage and
+//     issues bulk tensor copies of K and V into a STAGES-deep shared-memory ring
+//     (one mbarrier each for K and V, one for the stage being free again).
+//   warpgroups 1 and 2: the consumers; consumer w owns query rows 64w..64w+63 (its mask
+//     tile row) with its Q tile in shared memory. Per stage: S = Q K^T (wgmma, A and B from
+//     shared memory), scale, bias, mask (only when the tile is partial or holds invalid
+//     keys; full tiles run no mask code), online softmax in the log2 domain, then
+//     O += P V (wgmma, P from registers, V from shared memory); a tile its own row does not
+//     list is released untouched. The MMAs are pipelined within a consumer: QK^T of its
+//     next tile is issued before PV of the current one, and its softmax runs while PV does.
+//     O / l goes back through the Q tile and a tensor store.
+// The grid is linear, later query blocks of every (head, batch) first (heaviest causal rows
+// start first).
+// Registers move from the producer warpgroup (40) to the consumers (232) by setmaxnreg.
+//
+// Shared memory (1024-byte aligned): Q [2][TILE] | K [STAGES][TILE] | V [STAGES][TILE] |
+// mbarriers | TileInfo [STAGES]. A TILE is 64 rows x D, stored as D / 64 boxes of
+// 64 rows x 128 bytes in the 128-byte swizzle (chunk c of row r at c ^ (r % 8)).
+#pragma once
+
+#include "mma.cuh"
+#include "params.hpp"
+#include "sm90.cuh"
+#include "tile_list.cuh"
+
+#include <climits>
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+namespace stof::kernels::attn {
+
+template <int D> struct Sm90Traits {
+    static_assert(D == 64 || D == 128, "block-wise sm90 attention: head_dim must be 64 or 128");
+    static constexpr int BM = 128;                 // query rows per CTA (two consumer warpgroups)
+    static constexpr int BN = 64;                  // key columns per tile (mask tile_n)
+    static constexpr int THREADS = 384;
+    static constexpr int STAGES = D == 64 ? 6 : 4;
+    static constexpr int BOXES = D / 64;           // 128-byte swizzle boxes per tile row
+    static constexpr int BOX_BYTES = 64 * 128;     // 64 rows x 64 elements
+    static constexpr int TILE_BYTES = BOXES * BOX_BYTES;
+    static constexpr int Q_OFFSET = 0;
+    static constexpr int K_OFFSET = 2 * TILE_BYTES;
+    static constexpr int V_OFFSET = K_OFFSET + STAGES * TILE_BYTES;
+    static constexpr int BAR_OFFSET = V_OFFSET + STAGES * TILE_BYTES;  // q_full, full_k[S], full_v[S], empty[S]
+    static constexpr int INFO_OFFSET = BAR_OFFSET + 8 * (1 + 3 * STAGES);
+    static constexpr int SMEM_BYTES = INFO_OFFSET + 32 * STAGES + 1024;  // + alignment slack
+    static constexpr int CONSUMER_THREADS = 256;
+    static_assert(SMEM_BYTES <= 227 * 1024, "block-wise sm90 attention: shared memory");
+};
+
+// What the producer tells the consumers about the tile in a stage.
+struct TileInfo {
+    int col;                  // tile column; INT_MAX: the list is done
+    int bm0, bm1;             // per consumer: -2 not listed, -1 full, >= 0 bitmap index
+    int pad;
+    unsigned long long cols;  // keys valid and < seq_k (bit c = column c of the tile)
+};
+
+template <typename T, int D>
+__global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
+    block_wise_sm90_kernel(const __grid_constant__ AttnParams p, const __grid_constant__ CUtensorMap tq,
+                           const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv,
+                           const __grid_constant__ CUtensorMap to) {
+    using Tr = Sm90Traits<D>;
+    constexpr int STAGES = Tr::STAGES, TILE = Tr::TILE_BYTES, BOX = Tr::BOX_BYTES;
+    extern __shared__ unsigned char smem_raw[];
+    unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
+    const uint32_t sbase = smem_addr(smem);
+    const uint32_t q_full = sbase + Tr::BAR_OFFSET;
+    auto full_k = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (1 + s); };
+    auto full_v = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (1 + STAGES + s); };
+    auto empty = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (1 + 2 * STAGES + s); };
+    TileInfo* info = reinterpret_cast<TileInfo*>(smem + Tr::INFO_OFFSET);
+
+    const int tid = threadIdx.x, wg = tid >> 7;
+    // One linear grid, later query blocks of every (head, batch) first: the heaviest
+    // causal rows start before the light ones of any head.
+    const int hb = static_cast<int>(blockIdx.x) % (p.heads * p.batch);
+    const int qblk = (p.seq_q + Tr::BM - 1) / Tr::BM - 1 - static_cast<int>(blockIdx.x) / (p.heads * p.batch);
+    const int h = hb % p.heads, b = hb / p.heads;
+    const int q0 = qblk * Tr::BM;
+    const bool shared_list = p.tile_m == 128;  // one 128-row mask tile row for both consumers
+
+    if (tid == 0) {
+        sm90::mbar_init(q_full, 1);
+        for (int s = 0; s < STAGES; ++s) {
+            sm90::mbar_init(full_k(s), 1);
+            sm90::mbar_init(full_v(s), 1);
+            sm90::mbar_init(empty(s), Tr::CONSUMER_THREADS);
+        }
+        sm90::fence_mbar_init();
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        sm90::setmaxnreg_dec<40>();
+        if (tid != 0) return;
+        sm90::prefetch_tmap(&tq);
+        sm90::prefetch_tmap(&tk);
+        sm90::prefetch_tmap(&tv);
+        const int hk = h / p.group;
+        sm90::mbar_arrive_expect_tx(q_full, 2 * TILE);
+        for (int w = 0; w < 2; ++w)
+            for (int x = 0; x < Tr::BOXES; ++x)
+                sm90::tma_load_4d(sbase + Tr::Q_OFFSET + w * TILE + x * BOX, &tq, q_full, 64 * x, q0 + 64 * w, h, b);
+
+        const int pat = (p.mask_batch == 1 ? 0 : b) * p.mask_heads + (p.mask_heads == 1 ? 0 : h);
+        const int32_t* rp = p.row_ptr + pat * (p.tile_rows + 1);
+        const int tr0 = q0 / p.tile_m;
+        TileList la, lb;
+        la.init(p, __ldg(rp + tr0), __ldg(rp + tr0 + 1));
+        if (!shared_list && tr0 + 1 < p.tile_rows)
+            lb.init(p, __ldg(rp + tr0 + 1), __ldg(rp + tr0 + 2));
+        else
+            lb.init(p, 0, 0);
+        const unsigned long long* kv_row =
+            p.key_valid ? reinterpret_cast<const unsigned long long*>(p.key_valid) + static_cast<int64_t>(b) * p.kv_words : nullptr;
+
+        int s = 0;
+        uint32_t phase = 0;
+        for (;;) {
+            TileInfo t;
+            t.col = min(la.col, lb.col);
+            t.bm0 = la.col == t.col ? la.bm : -2;
+            t.bm1 = shared_list ? t.bm0 : lb.col == t.col ? lb.bm : -2;
+            t.pad = 0;
+            t.cols = ~0ull;
+            if (t.col != INT_MAX) {
+                if (t.bm0 != -2) la.advance(p);
+                if (!shared_list && t.bm1 != -2) lb.advance(p);
+                if (kv_row) t.cols = __ldg(kv_row + t.col);
+                const int rem = p.seq_k - t.col * Tr::BN;
+                if (rem < Tr::BN) t.cols &= (1ull << rem) - 1;
+            }
+            sm90::mbar_wait(empty(s), phase ^ 1);
+            info[s] = t;
+            if (t.col == INT_MAX) {
+                sm90::mbar_arrive(full_k(s));
+                break;
+            }
+            sm90::mbar_arrive_expect_tx(full_k(s), TILE);
+            for (int x = 0; x < Tr::BOXES; ++x)
+                sm90::tma_load_4d(sbase + Tr::K_OFFSET + s * TILE + x * BOX, &tk, full_k(s), 64 * x, t.col * Tr::BN, hk, b);
+            sm90::mbar_arrive_expect_tx(full_v(s), TILE);
+            for (int x = 0; x < Tr::BOXES; ++x)
+                sm90::tma_load_4d(sbase + Tr::V_OFFSET + s * TILE + x * BOX, &tv, full_v(s), 64 * x, t.col * Tr::BN, hk, b);
+            if (++s == STAGES) {
+                s = 0;
+                phase ^= 1;
+            }
+        }
+        return;
+    }
+
+    // ---- consumers ----
+    sm90::setmaxnreg_inc<232>();
+    const int w = wg - 1, ct = tid - 128 * wg;
+    const int wq = ct >> 5, lane = ct & 31, g = lane >> 2, t4 = lane & 3;
+    const int row0 = q0 + 64 * w + 16 * wq + g;  // global query rows of this lane: row0, row0 + 8
+    const uint32_t qs = sbase + Tr::Q_OFFSET + w * TILE;
+    const T* bias_h = p.bias ? static_cast<const T*>(p.bias) + h * p.bias_sh : nullptr;
+
+    float o[D / 2];
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+    float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};
+
+    // Waits for the stages in order from (s, phase), releasing tiles this consumer's row does
+    // not list: 1 at a listed tile, 0 at the end of the list (that stage is not released),
+    // -1 after max_ahead unlisted tiles (s, phase then name the next stage to look at).
+    auto next_listed = [&](int& s, uint32_t& phase, TileInfo& t, int& bm, int max_ahead) {
+        for (int k = 0; k < max_ahead; ++k) {
+            sm90::mbar_wait(full_k(s), phase);
+            t = info[s];
+            if (t.col == INT_MAX) return 0;
+            bm = w == 0 ? t.bm0 : t.bm1;
+            if (bm != -2) return 1;
+            sm90::mbar_arrive(empty(s));
+            if (++s == STAGES) {
+                s = 0;
+                phase ^= 1;
+            }
+        }
+        return -1;
+    };
+    // S = Q K^T of the tile in stage s (issued and committed, not waited for): D / 16
+    // k-steps of 32 bytes within a 128-byte row, BOX bytes per 64 columns.
+    auto issue_qk = [&](float(&sc)[32], int s) {
+        const uint32_t ks = sbase + Tr::K_OFFSET + s * TILE;
+        sm90::fence_regs(sc);
+        sm90::wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+            const uint32_t off = (kk >> 2) * BOX + (kk & 3) * 32;
+            sm90::wgmma_ss_n64<T>(sc, sm90::desc_sw128(qs + off, 16, 1024), sm90::desc_sw128(ks + off, 16, 1024), kk > 0);
+        }
+        sm90::wgmma_commit();
+        sm90::fence_regs(sc);
+    };
+    // The keep bits of this lane's scores when the tile needs masking (bit 2n + c: column
+    // 8n + 2t4 + c of rows g (keep0) and g + 8 (keep1), 8x8 row blocks 2wq and 2wq + 1).
+    auto load_keep = [&](const TileInfo& t, int bm, uint32_t& keep0, uint32_t& keep1) {
+        keep0 = keep1 = 0xFFFFu;
+        if (bm >= 0) {
+            const unsigned char* words = reinterpret_cast<const unsigned char*>(
+                p.bitmaps + static_cast<int64_t>(bm) * p.words_per_tile + (shared_list ? 64 * w : 0));
+            keep0 = keep1 = 0;
+#pragma unroll
+            for (int n = 0; n < 8; ++n) {
+                keep0 |= ((static_cast<uint32_t>(__ldg(words + ((2 * wq) * 8 + n) * 8 + g)) >> (2 * t4)) & 3u) << (2 * n);
+                keep1 |= ((static_cast<uint32_t>(__ldg(words + ((2 * wq + 1) * 8 + n) * 8 + g)) >> (2 * t4)) & 3u) << (2 * n);
+            }
+        }
+        if (t.cols != ~0ull) {
+            uint32_t cb = 0;
+#pragma unroll
+            for (int n = 0; n < 8; ++n) cb |= (static_cast<uint32_t>(t.cols >> (8 * n + 2 * t4)) & 3u) << (2 * n);
+            keep0 &= cb;
+            keep1 &= cb;
+        }
+    };
+    // Scores -> probabilities: scale, bias, mask (partial tiles and invalid keys only), online
+    // softmax; rows g (r = 0) and g + 8 (r = 1), reduced over the quad. alpha: the factor O
+    // must be rescaled by.
+    auto softmax = [&](float(&sc)[32], const TileInfo& t, int bm, uint32_t keep0, uint32_t keep1, float(&alpha)[2]) {
+#pragma unroll
+        for (int i = 0; i < 32; ++i) sc[i] *= p.scale_log2;
+        if (bias_h) {
+            const int j0 = t.col * Tr::BN + 2 * t4;
+#pragma unroll
+            for (int n = 0; n < 8; ++n)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int i = row0 + (e >> 1) * 8, j = j0 + n * 8 + (e & 1);
+                    if (i < p.seq_q && j < p.seq_k) sc[4 * n + e] += load_elem(bias_h + i * p.bias_ss + j) * kLog2e;
+                }
+        }
+        if (bm >= 0 || t.cols != ~0ull) {
+#pragma unroll
+            for (int n = 0; n < 8; ++n) {
+                if (!((keep0 >> (2 * n)) & 1u)) sc[4 * n + 0] = -INFINITY;
+                if (!((keep0 >> (2 * n)) & 2u)) sc[4 * n + 1] = -INFINITY;
+                if (!((keep1 >> (2 * n)) & 1u)) sc[4 * n + 2] = -INFINITY;
+                if (!((keep1 >> (2 * n)) & 2u)) sc[4 * n + 3] = -INFINITY;
+            }
+        }
+        float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int n = 0; n < 8; ++n) {
+            mx[0] = fmaxf(mx[0], fmaxf(sc[4 * n + 0], sc[4 * n + 1]));
+            mx[1] = fmaxf(mx[1], fmaxf(sc[4 * n + 2], sc[4 * n + 3]));
+        }
+        float base[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+            const float m_new = fmaxf(m_r[r], mx[r]);
+            base[r] = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing kept yet stays at zero
+            alpha[r] = exp2_approx(m_r[r] - base[r]);
+            m_r[r] = m_new;
+        }
+        float rs[2] = {0.f, 0.f};
+#pragma unroll
+        for (int n = 0; n < 8; ++n) {
+            sc[4 * n + 0] = exp2_approx(sc[4 * n + 0] - base[0]);
+            sc[4 * n + 1] = exp2_approx(sc[4 * n + 1] - base[0]);
+            sc[4 * n + 2] = exp2_approx(sc[4 * n + 2] - base[1]);
+            sc[4 * n + 3] = exp2_approx(sc[4 * n + 3] - base[1]);
+            rs[0] += sc[4 * n + 0] + sc[4 * n + 1];
+            rs[1] += sc[4 * n + 2] + sc[4 * n + 3];
+        }
+        l_r[0] = l_r[0] * alpha[0] + rs[0];
+        l_r[1] = l_r[1] * alpha[1] + rs[1];
+    };
+    // P as the register A operand of the PV k-steps: step kk covers keys 16kk..16kk+15
+    // (score blocks 2kk and 2kk + 1).
+    auto pack_p = [&](const float(&sc)[32], uint32_t(&pa)[4][4]) {
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+            pa[kk][0] = pack2<T>(sc[8 * kk + 0], sc[8 * kk + 1]);
+            pa[kk][1] = pack2<T>(sc[8 * kk + 2], sc[8 * kk + 3]);
+            pa[kk][2] = pack2<T>(sc[8 * kk + 4], sc[8 * kk + 5]);
+            pa[kk][3] = pack2<T>(sc[8 * kk + 6], sc[8 * kk + 7]);
+        }
+    };
+
+    sm90::mbar_wait(q_full, 0);
+    int s = 0;
+    uint32_t phase = 0;
+    TileInfo t;
+    int bm = -2;
+    if (next_listed(s, phase, t, bm, INT_MAX) == 1) {
+        // Pipelined: while PV of tile j runs, QK^T of tile j + 1 is issued first and its
+        // softmax computed; O is rescaled once PV of tile j is done.
+        float sc[32];
+        uint32_t pa[4][4];
+        float alpha[2];
+        uint32_t keep0, keep1;
+        issue_qk(sc, s);
+        load_keep(t, bm, keep0, keep1);
+        sm90::wgmma_wait<0>();
+        sm90::fence_regs(sc);
+        softmax(sc, t, bm, keep0, keep1, alpha);
+        pack_p(sc, pa);
+        // O += P V of the tile in stage s: 16 V rows of 128 bytes per k-step (committed, not waited for).
+        auto issue_pv = [&](int s, uint32_t phase) {
+            const uint32_t vs = sbase + Tr::V_OFFSET + s * TILE;
+            sm90::mbar_wait(full_v(s), phase);
+            sm90::fence_regs(o);
+            sm90::wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk) {
+                const uint64_t dv = sm90::desc_sw128(vs + kk * 16 * 128, BOX, 1024);
+                if constexpr (D == 128)
+                    sm90::wgmma_rs_n128<T>(o, pa[kk], dv);
+                else
+                    sm90::wgmma_rs_n64<T>(o, pa[kk], dv);
+            }
+            sm90::wgmma_commit();
+            sm90::fence_regs(o);
+        };
+        auto rescale_o = [&]() {
+#pragma unroll
+            for (int n = 0; n < D / 8; ++n) {
+                o[4 * n + 0] *= alpha[0];
+                o[4 * n + 1] *= alpha[0];
+                o[4 * n + 2] *= alpha[1];
+                o[4 * n + 3] *= alpha[1];
+            }
+        };
+        bool pending = true;  // PV of the tile in stage s is still to be done
+        for (;;) {
+            int s2 = s == STAGES - 1 ? 0 : s + 1;
+            uint32_t phase2 = s2 == 0 ? phase ^ 1 : phase;
+            TileInfo t2;
+            int bm2 = -2;
+            // While stage s is held, only STAGES - 1 stages ahead can fill.
+            const int found = next_listed(s2, phase2, t2, bm2, STAGES - 1);
+            if (found == 0) break;
+            if (found < 0) {
+                // This row's next tile is further ahead than the ring reaches: finish tile j first.
+                issue_pv(s, phase);
+                sm90::wgmma_wait<0>();
+                sm90::fence_regs(o);
+                sm90::mbar_arrive(empty(s));
+                if (next_listed(s2, phase2, t2, bm2, INT_MAX) == 0) {
+                    pending = false;
+                    break;
+                }
+                issue_qk(sc, s2);
+                load_keep(t2, bm2, keep0, keep1);
+                sm90::wgmma_wait<0>();
+                sm90::fence_regs(sc);
+                softmax(sc, t2, bm2, keep0, keep1, alpha);
+            } else {
+                issue_qk(sc, s2);
+                load_keep(t2, bm2, keep0, keep1);
+                issue_pv(s, phase);
+                sm90::wgmma_wait<1>();
+                sm90::fence_regs(sc);
+                softmax(sc, t2, bm2, keep0, keep1, alpha);
+                sm90::wgmma_wait<0>();
+                sm90::fence_regs(o);
+                sm90::mbar_arrive(empty(s));
+            }
+            rescale_o();
+            pack_p(sc, pa);
+            s = s2;
+            phase = phase2;
+        }
+        if (pending) {
+            issue_pv(s, phase);
+            sm90::wgmma_wait<0>();
+            sm90::fence_regs(o);
+            sm90::mbar_arrive(empty(s));
+        }
+    }
+
+    // O / l (zero for a row with nothing kept) -> this consumer's Q tile (same swizzled
+    // layout) -> tensor store (rows past seq_q are not written).
+    float inv[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        l_r[r] += __shfl_xor_sync(0xffffffffu, l_r[r], 1);
+        l_r[r] += __shfl_xor_sync(0xffffffffu, l_r[r], 2);
+        inv[r] = l_r[r] > 0.f ? 1.f / l_r[r] : 0.f;
+    }
+    sm90::named_barrier(1 + w, 128);  // every warp of this consumer is done with its Q tile
+    const int r = 16 * wq + g;        // rows r and r + 8 share one swizzle
+    unsigned char* qtile = smem + Tr::Q_OFFSET + w * TILE;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+        unsigned char* at = qtile + (n >> 3) * BOX + r * 128 + (((n & 7) ^ (r & 7)) << 4) + 4 * t4;
+        *reinterpret_cast<uint32_t*>(at) = pack2<T>(o[4 * n + 0] * inv[0], o[4 * n + 1] * inv[0]);
+        *reinterpret_cast<uint32_t*>(at + 8 * 128) = pack2<T>(o[4 * n + 2] * inv[1], o[4 * n + 3] * inv[1]);
+    }
+    sm90::fence_proxy_async();
+    sm90::named_barrier(1 + w, 128);
+    if (ct == 0) {
+        for (int x = 0; x < Tr::BOXES; ++x) sm90::tma_store_4d(&to, qs + x * BOX, 64 * x, q0 + 64 * w, h, b);
+        sm90::tma_store_commit_and_wait();
+    }
+}
+
+}  // namespace stof::kernels::attn
