@@ -74,7 +74,7 @@ double median(std::vector<double> v) {
 // Runs step by step; each intermediate and output tensor is written to
 // DIR/<name>.npy right after the first step that touches it (its producer).
 void run_dumping(stof::Runtime& rt, const std::string& dir) {
-    std::filesystem::create_directories(dir);
+    stof::cli::make_output_dir(dir, "--dump-dir");
     const stof::plan::Plan& p = rt.plan();
     std::vector<bool> done(p.tensors.size(), false);
     std::string order;  // DIR/order.txt: "<step> <name>" per line, in step order
@@ -189,7 +189,7 @@ int run(const RunArgs& a) {
         }
         STOF_CHECK(!expected.empty(), "--expect-dir '{}' holds no <output>.npy file for any output of the plan", a.expect_dir);
     }
-    if (!a.output_dir.empty()) std::filesystem::create_directories(a.output_dir);
+    if (!a.output_dir.empty()) stof::cli::make_output_dir(a.output_dir, "--output-dir");
     int failures = 0;
     json outputs = json::array();
     for (const stof::TensorInfo& out : rt.outputs()) {
@@ -281,18 +281,21 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        const int rc = app.exit(e);
+        return rc == 0 ? 0 : stof::cli::kExitUsage;
     }
     try {
         stof::init_logging(verbosity);
+        stof::check_tolerances(a.rtol, a.atol);
         return run(a);
     } catch (const stof::Error& e) {
         spdlog::debug("raised at {}", e.where());
-        std::fprintf(stderr, "stof-run: error: %s\n", e.what());
+        std::fprintf(stderr, "stof-run: error: %s\n", stof::cli::printable(e.what(), true).c_str());
         if (a.json) print_json_error(a, e.what(), "error");
+        return stof::cli::kExitError;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "stof-run: internal error: %s\n", e.what());
+        std::fprintf(stderr, "stof-run: internal error: %s\n", stof::cli::printable(e.what(), true).c_str());
         if (a.json) print_json_error(a, e.what(), "internal error");
     }
-    return 1;
+    return stof::cli::kExitInternal;
 }

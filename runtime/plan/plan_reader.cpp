@@ -3,8 +3,10 @@
 #include "plan/plan_fields.hpp"
 #include "stof/error.hpp"
 #include "stof/plan_format.hpp"
+#include "stof/regular_file.hpp"
 #include "stof/version.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <filesystem>
@@ -393,17 +395,17 @@ Plan parse_plan(const std::string& bytes, const std::string& what, bool verify_c
 }
 
 Plan read_plan(const std::string& path) {
-    std::error_code ec;
-    STOF_CHECK(std::filesystem::is_regular_file(path, ec), "plan file '{}' does not exist or is not a file", path);
-    std::ifstream f(path, std::ios::binary | std::ios::ate);
-    STOF_CHECK(f.good(), "cannot open plan file '{}'", path);
-    const std::streamoff size = f.tellg();
-    STOF_CHECK(size >= 0, "cannot read plan file '{}'", path);
-    std::string bytes(static_cast<size_t>(size), '\0');
-    f.seekg(0);
-    f.read(bytes.data(), size);
-    STOF_CHECK(f.gcount() == size, "cannot read plan file '{}' ({} of {} bytes read)", path, f.gcount(), size);
-    return parse_plan(bytes, path);
+    const RegularFile f(path, "plan file");
+    // The header before the rest: a file that is not a plan, or whose size is not the one
+    // its header states, is refused without reading it whole.
+    const std::string head = f.read(0, std::min<uint64_t>(f.size(), kHeaderBytes));
+    const auto* h = reinterpret_cast<const uint8_t*>(head.data());
+    STOF_CHECK(head.size() >= sizeof(kMagic) && std::memcmp(h, kMagic, sizeof(kMagic)) == 0,
+               "{}: not a stofc plan file (it does not start with STOFPLAN)", path);
+    if (head.size() == kHeaderBytes && load_u32(h + 8) == kFormatVersion)
+        STOF_CHECK(load_u64(h + 48) == f.size(), "{}: the file is {} bytes but its header says {} (truncated or extended)",
+                   path, f.size(), load_u64(h + 48));
+    return parse_plan(f.read_all(), path);
 }
 
 }  // namespace stof::plan

@@ -10,6 +10,26 @@
 
 namespace stof::cli {
 
+std::string printable(const std::string& text, bool keep_newlines) {
+    std::string s;
+    s.reserve(text.size());
+    for (char ch : text) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (keep_newlines && c == '\n') s += ch;
+        else if (c < 0x20 || c >= 0x7f || c == '\\') s += fmt::format("\\x{:02x}", c);
+        else s += ch;
+    }
+    return s;
+}
+
+void make_output_dir(const std::string& dir, const char* flag) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    STOF_CHECK(!ec, "{} '{}': cannot create the directory: {}", flag, dir, ec.message());
+    STOF_CHECK(std::filesystem::is_directory(dir, ec), "{} '{}' is not a directory", flag, dir);
+    STOF_CHECK(::access(dir.c_str(), W_OK | X_OK) == 0, "{} '{}': the directory is not writable", flag, dir);
+}
+
 std::pair<std::string, std::string> split_assignment(const std::string& arg, const char* flag) {
     const size_t eq = arg.find('=');
     STOF_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < arg.size(), "{} '{}': expected NAME=VALUE", flag, arg);

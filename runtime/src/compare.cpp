@@ -1,12 +1,20 @@
 #include "stof/compare.hpp"
 
+#include "stof/error.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
 
 namespace stof {
 
+void check_tolerances(double rtol, double atol) {
+    STOF_CHECK(std::isfinite(rtol) && rtol >= 0 && std::isfinite(atol) && atol >= 0,
+               "tolerances must be finite and >= 0, got --rtol {} --atol {}", rtol, atol);
+}
+
 Comparison compare(const Tensor& a, const Tensor& e, double rtol, double atol) {
+    check_tolerances(rtol, atol);
     Comparison c;
     if (a.shape != e.shape) {
         c.reason = fmt::format("shape {} differs from the expected {}", shape_str(a.shape), shape_str(e.shape));

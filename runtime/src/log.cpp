@@ -1,17 +1,34 @@
 #include "stof/log.hpp"
 
+#include "stof/cli_util.hpp"
 #include "stof/error.hpp"
 
-#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/sinks/ansicolor_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 namespace stof {
 
+namespace {
+
+// Log lines carry names from files: printed escaped, like error messages.
+class PrintableSink final : public spdlog::sinks::ansicolor_stderr_sink_mt {
+public:
+    void log(const spdlog::details::log_msg& msg) override {
+        const std::string text = cli::printable(std::string(msg.payload.data(), msg.payload.size()), true);
+        spdlog::details::log_msg escaped = msg;
+        escaped.payload = spdlog::string_view_t(text.data(), text.size());
+        spdlog::sinks::ansicolor_stderr_sink_mt::log(escaped);
+    }
+};
+
+}  // namespace
+
 void init_logging(int verbosity) {
-    auto logger = spdlog::stderr_color_mt("stof");
+    auto logger = std::make_shared<spdlog::logger>("stof", std::make_shared<PrintableSink>());
     logger->set_pattern("%^%l%$: %v");
     spdlog::set_default_logger(logger);
     spdlog::level::level_enum level = verbosity >= 2 ? spdlog::level::trace

@@ -1,9 +1,10 @@
 #include "stof/npy.hpp"
 
 #include "stof/error.hpp"
+#include "stof/regular_file.hpp"
 
+#include <algorithm>
 #include <fstream>
-#include <sstream>
 
 namespace stof {
 namespace {
@@ -45,6 +46,9 @@ std::string header_field(const std::string& header, const std::string& key, cons
     return header.substr(p, end - p);
 }
 
+// Largest header accepted (numpy writes a few hundred bytes).
+constexpr size_t kMaxHeaderBytes = size_t{1} << 20;
+
 Shape parse_shape(const std::string& s, const std::string& what) {
     Shape shape;
     size_t p = 1;  // after '('
@@ -59,67 +63,102 @@ Shape parse_shape(const std::string& s, const std::string& what) {
             STOF_FAIL("{}: .npy shape '{}' is not a tuple of integers", what, s);
         }
         STOF_CHECK(d >= 0, "{}: .npy shape '{}' has a negative dimension", what, s);
+        STOF_CHECK(shape.size() < 64, "{}: .npy shape '{}' has more than 64 dimensions", what, s);
         shape.push_back(d);
         p += used;
     }
     return shape;
 }
 
-}  // namespace
+// The header's description and where the data starts; `bytes` holds at least the header.
+struct NpyHeader {
+    DType dtype = DType::undefined;
+    Shape shape;
+    size_t data_start = 0;
+    uint64_t data_bytes = 0;  // numel(shape) * dtype size, checked
+};
 
-Tensor parse_npy(const std::string& bytes, const std::string& what) {
+// Bytes of the fixed prefix (magic, version, header length) for a file starting with `bytes`.
+size_t npy_prefix(const std::string& bytes, const std::string& what, size_t* header_len) {
     STOF_CHECK(bytes.size() >= 10 && bytes.compare(0, 6, "\x93NUMPY") == 0,
                "{}: not a .npy file (missing \\x93NUMPY magic)", what);
     const int major = static_cast<uint8_t>(bytes[6]);
-    size_t header_len, header_start;
     if (major == 1) {
-        header_len = static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8);
-        header_start = 10;
-    } else if (major == 2 || major == 3) {
-        STOF_CHECK(bytes.size() >= 12, "{}: .npy file is truncated", what);
-        header_len = 0;
-        for (int i = 0; i < 4; ++i) header_len |= static_cast<size_t>(static_cast<uint8_t>(bytes[8 + i])) << (8 * i);
-        header_start = 12;
-    } else {
-        STOF_FAIL("{}: unsupported .npy format version {}", what, major);
+        *header_len = static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8);
+        return 10;
     }
+    if (major == 2 || major == 3) {
+        STOF_CHECK(bytes.size() >= 12, "{}: .npy file is truncated", what);
+        size_t len = 0;
+        for (int i = 0; i < 4; ++i) len |= static_cast<size_t>(static_cast<uint8_t>(bytes[8 + i])) << (8 * i);
+        STOF_CHECK(len <= kMaxHeaderBytes, "{}: .npy header of {} bytes is too large (at most {})", what, len,
+                   kMaxHeaderBytes);
+        *header_len = len;
+        return 12;
+    }
+    STOF_FAIL("{}: unsupported .npy format version {}", what, major);
+}
+
+NpyHeader parse_header(const std::string& bytes, const std::string& what) {
+    size_t header_len = 0;
+    const size_t header_start = npy_prefix(bytes, what, &header_len);
     STOF_CHECK(header_start + header_len <= bytes.size(), "{}: .npy header is truncated", what);
     const std::string header = bytes.substr(header_start, header_len);
 
+    NpyHeader h;
     const std::string descr = header_field(header, "descr", what);
-    DType dtype = DType::undefined;
     if (descr.size() == 3 && (descr[0] == '<' || descr[0] == '|' || descr[0] == '=' || descr[2] == '1')) {
         for (const NpyType& t : kTypes)
-            if (descr.compare(1, 2, t.code) == 0) dtype = t.dtype;
+            if (descr.compare(1, 2, t.code) == 0) h.dtype = t.dtype;
     }
-    STOF_CHECK(dtype != DType::undefined,
+    STOF_CHECK(h.dtype != DType::undefined,
                "{}: .npy dtype '{}' is not supported (use float32, float16, float64, int64, int32, int8, uint8 or bool, "
                "little-endian)", what, descr);
     STOF_CHECK(header_field(header, "fortran_order", what) == "False",
                "{}: .npy array is in Fortran order; save it with np.ascontiguousarray(a)", what);
     const std::string shape_text = header_field(header, "shape", what);
     STOF_CHECK(!shape_text.empty() && shape_text[0] == '(', "{}: .npy shape '{}' is not a tuple", what, shape_text);
-    const Shape shape = parse_shape(shape_text, what);
+    h.shape = parse_shape(shape_text, what);
+    h.data_start = header_start + header_len;
+    h.data_bytes = static_cast<uint64_t>(checked_numel(h.shape, what)) * dtype_size(h.dtype);
+    return h;
+}
 
-    Tensor t(dtype, shape);
-    const size_t data_start = header_start + header_len;
-    STOF_CHECK(bytes.size() - data_start == t.bytes.size(),
-               "{}: .npy data has {} bytes but {} {} needs {}", what, bytes.size() - data_start, dtype_name(dtype),
-               shape_str(shape), t.bytes.size());
-    std::copy(bytes.begin() + static_cast<std::ptrdiff_t>(data_start), bytes.end(), t.bytes.begin());
-    if (dtype == DType::boolean) {
-        for (uint8_t& b : t.bytes) STOF_CHECK(b <= 1, "{}: .npy bool array holds a byte other than 0 or 1", what);
-    }
+void check_data_size(const NpyHeader& h, uint64_t file_bytes, const std::string& what) {
+    STOF_CHECK(file_bytes - h.data_start == h.data_bytes, "{}: .npy data has {} bytes but {} {} needs {}", what,
+               file_bytes - h.data_start, dtype_name(h.dtype), shape_str(h.shape), h.data_bytes);
+}
+
+void check_bools(const Tensor& t, const std::string& what) {
+    if (t.dtype != DType::boolean) return;
+    for (uint8_t b : t.bytes) STOF_CHECK(b <= 1, "{}: .npy bool array holds a byte other than 0 or 1", what);
+}
+
+}  // namespace
+
+Tensor parse_npy(const std::string& bytes, const std::string& what) {
+    const NpyHeader h = parse_header(bytes, what);
+    check_data_size(h, bytes.size(), what);
+    Tensor t(h.dtype, h.shape);
+    std::copy(bytes.begin() + static_cast<std::ptrdiff_t>(h.data_start), bytes.end(), t.bytes.begin());
+    check_bools(t, what);
     return t;
 }
 
 Tensor read_npy(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    STOF_CHECK(in.good(), "cannot open '{}'", path);
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    STOF_CHECK(!in.bad(), "cannot read '{}'", path);
-    return parse_npy(buf.str(), path);
+    const RegularFile f(path, ".npy file");
+    // The header first: its size and the data size are checked before the data is read.
+    std::string head = f.read(0, std::min<uint64_t>(f.size(), 12));
+    size_t header_len = 0;
+    const size_t header_start = npy_prefix(head, path, &header_len);
+    STOF_CHECK(header_start + header_len <= f.size(), "{}: .npy header is truncated", path);
+    head = f.read(0, header_start + header_len);
+    const NpyHeader h = parse_header(head, path);
+    check_data_size(h, f.size(), path);
+    Tensor t(h.dtype, h.shape);
+    f.read_into(t.bytes.data(), h.data_start, h.data_bytes);
+    check_bools(t, path);
+    return t;
 }
 
 std::string serialize_npy(const Tensor& t) {

@@ -34,31 +34,38 @@ bool bits_in_range(const SparseMask& m, int32_t b, int32_t tr, int32_t tc) {
 }
 
 // Non-empty 16×16 cells of pattern p (the grid from (0, 0)), for tiles that
-// are not multiples of 16, where a cell can straddle outer tiles.
+// are not multiples of 16, where a cell can straddle outer tiles. One 16-row band
+// at a time: memory O(tiles of the tile rows it overlaps), never a byte per cell.
 int64_t nonempty_cells16(const SparseMask& m, int32_t p) {
-    const int64_t r16 = (m.rows + 15) / 16, c16 = (m.cols + 15) / 16;
-    std::vector<uint8_t> cell(static_cast<size_t>(r16 * c16), 0);
+    const int64_t bands = (m.rows + 15) / 16;
     const int32_t trows = m.tile_rows(), wc = m.tile_n / 8;
-    for (int32_t tr = 0; tr < trows; ++tr) {
-        const size_t base = static_cast<size_t>(p) * (trows + 1) + tr;
-        for (int32_t t = m.row_ptr[base]; t < m.row_ptr[base + 1]; ++t) {
-            const int32_t tc = m.col_idx[static_cast<size_t>(t)], b = m.bitmap_idx[static_cast<size_t>(t)];
-            const int64_t i0 = static_cast<int64_t>(tr) * m.tile_m, j0 = static_cast<int64_t>(tc) * m.tile_n;
-            if (b < 0) {
-                const int64_t i1 = std::min<int64_t>(m.rows, i0 + m.tile_m), j1 = std::min<int64_t>(m.cols, j0 + m.tile_n);
-                for (int64_t a = i0 / 16; a * 16 < i1; ++a)
-                    for (int64_t c = j0 / 16; c * 16 < j1; ++c) cell[static_cast<size_t>(a * c16 + c)] = 1;
-                continue;
-            }
-            // An 8-aligned 8×8 word lies inside one 16×16 cell.
-            const uint64_t* words = m.bitmaps.data() + static_cast<size_t>(b) * m.words_per_tile();
-            for (int32_t w = 0; w < m.words_per_tile(); ++w)
-                if (words[w] != 0)
-                    cell[static_cast<size_t>((i0 + (w / wc) * 8) / 16 * c16 + (j0 + (w % wc) * 8) / 16)] = 1;
-        }
-    }
     int64_t n = 0;
-    for (uint8_t v : cell) n += v;
+    std::vector<int64_t> cells;  // the band's non-empty cell columns
+    for (int64_t a = 0; a < bands; ++a) {
+        cells.clear();
+        const int64_t r0 = a * 16, r1 = std::min<int64_t>(m.rows, r0 + 16);
+        for (int64_t tr = r0 / m.tile_m; tr * m.tile_m < r1 && tr < trows; ++tr) {
+            const size_t base = static_cast<size_t>(p) * (trows + 1) + static_cast<size_t>(tr);
+            const int64_t i0 = tr * m.tile_m;
+            for (int32_t t = m.row_ptr[base]; t < m.row_ptr[base + 1]; ++t) {
+                const int32_t tc = m.col_idx[static_cast<size_t>(t)], b = m.bitmap_idx[static_cast<size_t>(t)];
+                const int64_t j0 = static_cast<int64_t>(tc) * m.tile_n;
+                if (b < 0) {
+                    const int64_t j1 = std::min<int64_t>(m.cols, j0 + m.tile_n);
+                    for (int64_t c = j0 / 16; c * 16 < j1; ++c) cells.push_back(c);
+                    continue;
+                }
+                // An 8-aligned 8×8 word lies inside one 16×16 cell.
+                const uint64_t* words = m.bitmaps.data() + static_cast<size_t>(b) * m.words_per_tile();
+                for (int32_t w = 0; w < m.words_per_tile(); ++w) {
+                    const int64_t row = i0 + (w / wc) * 8;
+                    if (words[w] != 0 && row >= r0 && row < r1) cells.push_back((j0 + (w % wc) * 8) / 16);
+                }
+            }
+        }
+        std::sort(cells.begin(), cells.end());
+        n += std::unique(cells.begin(), cells.end()) - cells.begin();
+    }
     return n;
 }
 

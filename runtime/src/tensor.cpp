@@ -1,15 +1,35 @@
 #include "stof/tensor.hpp"
 
 #include "stof/error.hpp"
+#include "stof/memory_limit.hpp"
 
 #include <cmath>
 #include <limits>
 
 namespace stof {
 
+int64_t size_mul(int64_t a, int64_t b, const std::string& what) {
+    STOF_CHECK(a >= 0 && b >= 0, "{}: negative size in {} x {}", what, a, b);
+    STOF_CHECK(b == 0 || a <= kMaxElements / b, "{}: {} x {} elements is more than stofc handles (2^40)", what, a, b);
+    return a * b;
+}
+
+int64_t checked_numel(const Shape& shape, const std::string& what) {
+    int64_t n = 1;
+    for (int64_t d : shape) STOF_CHECK(d >= 0, "{}: shape {} has a negative dimension", what, shape_str(shape));
+    for (int64_t d : shape) {
+        if (d == 0) return 0;
+        STOF_CHECK(n <= kMaxElements / d, "{}: shape {} has more elements than stofc handles (2^40)", what,
+                   shape_str(shape));
+        n *= d;
+    }
+    return n;
+}
+
 int64_t numel(const Shape& shape) {
     int64_t n = 1;
-    for (int64_t d : shape) n *= d;
+    for (int64_t d : shape)
+        if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxElements) return checked_numel(shape, "tensor");  // throws
     return n;
 }
 
@@ -23,8 +43,10 @@ std::string shape_str(const Shape& shape) {
 }
 
 Tensor::Tensor(DType t, Shape s) : dtype(t), shape(std::move(s)) {
-    for (int64_t d : shape) STOF_CHECK(d >= 0, "tensor shape {} has a negative dimension", shape_str(shape));
-    bytes.assign(static_cast<size_t>(stof::numel(shape)) * dtype_size(t), 0);
+    const auto n = static_cast<uint64_t>(checked_numel(shape, "tensor"));
+    const uint64_t size = n * dtype_size(t);
+    check_memory(size, fmt::format("a tensor {}{}", dtype_name(t), shape_str(shape)));
+    bytes.assign(size, 0);
 }
 
 double Tensor::get_f64(int64_t i) const {

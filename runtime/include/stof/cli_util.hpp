@@ -10,6 +10,20 @@
 
 namespace stof::cli {
 
+// Exit codes of stofc and stof-run (docs/ERRORS.md).
+inline constexpr int kExitError = 1;     // a stof::Error: bad model, plan, file, flag value, or a mismatch
+inline constexpr int kExitUsage = 2;     // the command line does not parse (unknown option, missing argument)
+inline constexpr int kExitInternal = 3;  // any other exception: a bug in stofc
+
+// `text` with control characters, non-ASCII bytes and backslashes written as \xNN escapes
+// (newlines kept when keep_newlines), for printing names that come from files (model,
+// plan, .npy) on a terminal: no escape sequence from a file reaches it.
+std::string printable(const std::string& text, bool keep_newlines = false);
+
+// Creates directory `dir` (and its parents) for option `flag`; a stof::Error when it
+// cannot be created or written.
+void make_output_dir(const std::string& dir, const char* flag);
+
 // "NAME=VALUE" → {NAME, VALUE}; `flag` names the option in errors.
 std::pair<std::string, std::string> split_assignment(const std::string& arg, const char* flag);
 

@@ -16,6 +16,10 @@ struct Comparison {
     std::string reason;       // set when the shapes or kinds differ
 };
 
+// A stof::Error unless rtol and atol are finite and >= 0 (a NaN tolerance would let
+// every comparison pass). compare() checks them; the CLIs check them before running.
+void check_tolerances(double rtol, double atol);
+
 // numpy.allclose semantics per element: |a - e| <= atol + rtol * |e|; NaN
 // matches only NaN. Any float dtypes compare in double; integer and bool
 // tensors compare by value. Shapes must be equal.

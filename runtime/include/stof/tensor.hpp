@@ -11,7 +11,17 @@ namespace stof {
 
 using Shape = std::vector<int64_t>;
 
-int64_t numel(const Shape& shape);       // product of dims; 1 for a scalar
+// Largest element count of any tensor stofc handles (2^40): every product of
+// dimensions is checked against it, so no size arithmetic can overflow.
+inline constexpr int64_t kMaxElements = int64_t{1} << 40;
+
+// Product of dims; 1 for a scalar. A stof::Error when a dimension is negative or the
+// product exceeds kMaxElements.
+int64_t numel(const Shape& shape);
+// The same, naming `what` ("node 'x' output 0") in the error.
+int64_t checked_numel(const Shape& shape, const std::string& what);
+// a * b for sizes a, b >= 0; a stof::Error naming `what` when negative or beyond kMaxElements.
+int64_t size_mul(int64_t a, int64_t b, const std::string& what);
 std::string shape_str(const Shape& shape);  // "[2,128,768]"
 
 struct Tensor {
@@ -20,7 +30,7 @@ struct Tensor {
     std::vector<uint8_t> bytes;  // numel(shape) * dtype_size(dtype) bytes
 
     Tensor() = default;
-    Tensor(DType t, Shape s);  // zero-filled
+    Tensor(DType t, Shape s);  // zero-filled; its size is checked (numel, memory limit) before allocating
 
     int64_t numel() const { return stof::numel(shape); }
     template <class T> T* data() { return reinterpret_cast<T*>(bytes.data()); }
