@@ -2,6 +2,7 @@
 
 #include "fusion/cost_model.hpp"
 #include "fusion/fusion_plan.hpp"
+#include "stof/memory_limit.hpp"
 
 #include "stof/progress.hpp"
 
@@ -81,6 +82,8 @@ plan::Plan compile_model(ir::Graph& g, CompileOptions opt) {
         ProgressPhase phase("lowering to plan steps and kernels");
         return codegen::lower(g, fp, opt.lower);
     }();
+    check_memory(p.arena_bytes + p.weights.size(), "the plan",
+                 fmt::format("arena {}, weights {}", format_bytes(p.arena_bytes), format_bytes(p.weights.size())));
     p.segments = segment_infos(g, found, ev);
     for (const std::string& n : notes) p.meta.notes += (p.meta.notes.empty() ? "" : "\n") + n;
     return p;

@@ -1,5 +1,6 @@
 #include "pipeline.hpp"
 
+#include "memory_estimate.hpp"
 #include "stof/error.hpp"
 #include "stof/progress.hpp"
 
@@ -58,6 +59,9 @@ void run_pipeline(ir::Graph& g, const PipelineOptions& opt) {
         if (opt.dump_after == "all" || opt.dump_after == p.name) {
             std::fprintf(stdout, "// IR after %s\n%s\n", p.name, ir::to_text(g).c_str());
         }
+        // Shapes are known from here: what running the model needs is checked before a
+        // later pass or the interpreter allocates anything of that size.
+        if (p.run == passes::infer_shapes) check_memory_estimate(g);
         if (opt.after_pass) opt.after_pass(p, g);
     }
 }

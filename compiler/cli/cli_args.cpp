@@ -1,6 +1,7 @@
 #include "cli/cli_args.hpp"
 
 #include "stof/error.hpp"
+#include "stof/memory_limit.hpp"
 #include "stof/npy.hpp"
 
 #include <filesystem>
@@ -20,6 +21,13 @@ Shape parse_dims(const std::string& text, const std::string& context) {
         p = end + 1;
     }
     return dims;
+}
+
+void add_max_memory_option(CLI::App* cmd) {
+    cmd->add_option_function<std::string>(
+        "--max-memory", [](const std::string& v) { set_memory_limit(parse_memory_size(v, "--max-memory")); },
+        "Refuse work needing more host memory than SIZE (16G, 512M; default: the physical memory, " +
+            format_bytes(physical_memory()) + ")");
 }
 
 std::map<std::string, Shape> parse_shapes(const std::vector<std::string>& args) {

@@ -5,6 +5,8 @@
 #include "ir/graph.hpp"
 #include "stof/cli_util.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <map>
 #include <string>
 #include <vector>
@@ -19,6 +21,9 @@ inline constexpr const char* kMaskHelp =
     "Attention mask SPEC for every attention, or LAYERS=SPEC for attention layers N or N-M (0-5=sliding:64); "
     "repeatable (the LAYERS=SPEC covering a layer are intersected, else the SPECs are); intersected with the mask the "
     "model computes (forms: see stofc mask --help)";
+
+// --max-memory SIZE on `cmd`: sets the memory limit (stof/memory_limit.hpp) while parsing.
+void add_max_memory_option(CLI::App* cmd);
 
 // --shape NAME=DIMS arguments → map.
 std::map<std::string, Shape> parse_shapes(const std::vector<std::string>& args);

@@ -76,10 +76,13 @@ void run_compile(const CompileArgs& a) {
     STOF_CHECK(tune == "off" || no_tuning.empty(), "--tune {} needs the GPU the plan is for, but {}", tune, no_tuning);
     STOF_CHECK(a.tune_budget >= 0, "--tune-budget must be a positive number of seconds");
 
-    // Default: <model stem>.plan in the current directory.
+    // Default: <model stem>.plan in the current directory; never the model itself.
     const std::string output =
         a.output.empty() ? std::filesystem::path(a.model).stem().string() + ".plan" : a.output;
     check_output_file(output, "-o");
+    std::error_code ec;
+    STOF_CHECK(!std::filesystem::equivalent(output, a.model, ec),
+               "-o {} names the input model {}: the plan would overwrite it", output, a.model);
 
     ir::Graph g = import_onnx_file(a.model);
     spdlog::info("imported {}: {} nodes, opset {}", a.model, g.nodes.size(), g.opset);
@@ -178,6 +181,7 @@ void add_compile_command(CLI::App& app) {
     cmd->add_option("--tune-budget", args->tune_budget, "Seconds the measured search may take (default: fast 60, full 600)");
     cmd->add_option("--dump-after", args->dump_after,
                     "Print the IR after pass NAME, the fusion plan with 'partition', or everything with 'all'");
+    add_max_memory_option(cmd);
     cmd->callback([args] { run_compile(*args); });
 }
 

@@ -29,6 +29,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 void run_eval(const EvalArgs& a) {
+    check_tolerances(a.rtol, a.atol);
+    if (!a.output_dir.empty()) make_output_dir(a.output_dir, "--output-dir");
+    if (!a.dump_dir.empty()) make_output_dir(a.dump_dir, "--dump-dir");
     auto t0 = std::chrono::steady_clock::now();
     ir::Graph g = import_onnx_file(a.model);
     spdlog::info("imported {}: {} nodes, opset {} ({:.2f} s)", a.model, g.nodes.size(), g.opset, seconds_since(t0));
@@ -58,14 +61,12 @@ void run_eval(const EvalArgs& a) {
         for (const ir::Node& n : g.nodes)
             for (ir::ValueId v : n.outputs)
                 if (v != ir::kNoValue) all.outputs.push_back(v);
-        std::filesystem::create_directories(a.dump_dir);
         for (const auto& [name, t] : interpret(all, feeds))
             write_npy((std::filesystem::path(a.dump_dir) / (tensor_file_name(name) + ".npy")).string(), t);
         spdlog::info("wrote every intermediate value to {}", a.dump_dir);
     }
 
     if (!a.output_dir.empty()) {
-        std::filesystem::create_directories(a.output_dir);
         for (const auto& [name, t] : outputs) {
             const std::string path = (std::filesystem::path(a.output_dir) / (tensor_file_name(name) + ".npy")).string();
             write_npy(path, t);
@@ -105,6 +106,7 @@ void add_eval_command(CLI::App& app) {
     cmd->add_option("--rtol", args->rtol, "Relative tolerance for --expect")->capture_default_str();
     cmd->add_option("--atol", args->atol, "Absolute tolerance for --expect")->capture_default_str();
     cmd->add_option("--dump-after", args->dump_after, "Print the IR after pass NAME, or after every pass with 'all'");
+    add_max_memory_option(cmd);
     cmd->callback([args] { run_eval(*args); });
 }
 

@@ -1,11 +1,13 @@
 // stofc inspect PLAN [--json] : check a plan file with the runtime's reader and
 // print its meta data, tensors, masks, kernels and steps.
+#include "cli/cli_args.hpp"
 #include "cli/commands.hpp"
 #include "plan/plan_fields.hpp"
 #include "plan/plan_reader.hpp"
 #include "stof/plan_format.hpp"
 
 #include <fmt/format.h>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 namespace stof::cli {
@@ -198,20 +200,23 @@ nlohmann::json to_json(const plan::Plan& p) {
     return j;
 }
 
+// Names, specs and notes come from the file: printed escaped (no terminal escape sequences).
 void print_text(const std::string& path, const plan::Plan& p) {
-    fmt::print("plan {} (format version {})\n", path, plan::kFormatVersion);
-    fmt::print("meta\n  model          {}\n  stofc version  {}\n  target arch    {}\n  nvrtc version  {}\n"
+    std::string out;
+    const auto o = std::back_inserter(out);
+    fmt::format_to(o, "plan {} (format version {})\n", path, plan::kFormatVersion);
+    fmt::format_to(o, "meta\n  model          {}\n  stofc version  {}\n  target arch    {}\n  nvrtc version  {}\n"
                "  precision      {}\n  created        {}\n  notes          {}\n",
                p.meta.model, p.meta.stofc_version, p.meta.target_arch, p.meta.nvrtc_version, p.meta.precision,
                p.meta.created, p.meta.notes);
-    fmt::print("tensors: {} (arena {}, weights {})\n", p.tensors.size(), human_bytes(p.arena_bytes),
+    fmt::format_to(o, "tensors: {} (arena {}, weights {})\n", p.tensors.size(), human_bytes(p.arena_bytes),
                human_bytes(p.weights.size()));
     for (size_t i = 0; i < p.tensors.size(); ++i) {
         const plan::TensorDesc& t = p.tensors[i];
-        fmt::print("  {:>4}  {:<12} {}{:<16} {:<7} @{:<10} {:>10}  {}\n", i, role_name(t.role), dtype_name(t.dtype),
+        fmt::format_to(o, "  {:>4}  {:<12} {}{:<16} {:<7} @{:<10} {:>10}  {}\n", i, role_name(t.role), dtype_name(t.dtype),
                    shape_str(t.shape), buffer_name(t.buffer), t.offset, human_bytes(t.bytes()), t.name);
     }
-    fmt::print("masks: {}\n", p.masks.size());
+    fmt::format_to(o, "masks: {}\n", p.masks.size());
     for (size_t i = 0; i < p.masks.size(); ++i) {
         const SparseMask& m = p.masks[i].mask;
         std::string pattern = "built at run time from its input";
@@ -220,30 +225,31 @@ void print_text(const std::string& path, const plan::Plan& p) {
             pattern = fmt::format("density {:.4f} rho {:.4f}  tiles empty {} full {} partial {}", st.density, st.rho,
                                   st.empty_tiles, st.full_tiles, st.partial_tiles);
         }
-        fmt::print("  {:>4}  {}  {}x{} tile {}x{} patterns {}x{}  {}\n        kernel {} ({})\n", i, p.masks[i].spec,
+        fmt::format_to(o, "  {:>4}  {}  {}x{} tile {}x{} patterns {}x{}  {}\n        kernel {} ({})\n", i, p.masks[i].spec,
                    m.rows, m.cols, m.tile_m, m.tile_n, m.mask_batch, m.mask_heads, pattern, mask_kernel(p, i),
                    p.masks[i].kernel_reason);
     }
-    fmt::print("kernels: {}\n", p.kernels.size());
+    fmt::format_to(o, "kernels: {}\n", p.kernels.size());
     for (size_t i = 0; i < p.kernels.size(); ++i) {
         const plan::KernelDesc& k = p.kernels[i];
         std::string params;
         for (plan::ParamKind pk : k.params) params += (params.empty() ? "" : ",") + std::string(param_name(pk));
-        fmt::print("  {:>4}  {}  entry {}  arch {}  cubin {}  ptx {}  params ({})\n", i, k.key, k.entry,
+        fmt::format_to(o, "  {:>4}  {}  entry {}  arch {}  cubin {}  ptx {}  params ({})\n", i, k.key, k.entry,
                    k.arch.empty() ? "-" : k.arch, human_bytes(k.cubin.size()), human_bytes(k.ptx.size()), params);
     }
-    fmt::print("segments: {}\n", p.segments.size());
+    fmt::format_to(o, "segments: {}\n", p.segments.size());
     for (size_t i = 0; i < p.segments.size(); ++i) {
         const plan::SegmentInfo& s = p.segments[i];
-        fmt::print("  {:>4}  {:<12} {:<16} {:<22} {:<8} {:>10}  [{}]{}\n", i, s.kind, s.templ, s.config, s.source,
+        fmt::format_to(o, "  {:>4}  {:<12} {:<16} {:<22} {:<8} {:>10}  [{}]{}\n", i, s.kind, s.templ, s.config, s.source,
                    s.time_us >= 0 ? fmt::format("{:.2f} us", s.time_us) : "-", s.nodes, s.moves.empty() ? "" : "\n        by " + s.moves);
     }
-    fmt::print("steps: {}\n", p.steps.size());
+    fmt::format_to(o, "steps: {}\n", p.steps.size());
     for (size_t i = 0; i < p.steps.size(); ++i) {
         const plan::Step& s = p.steps[i];
-        fmt::print("  {:>4}  {:<16} {:<28} {}{}\n", i, plan::step_label(s), plan::step_kernel_name(p, s), step_detail(p, s),
+        fmt::format_to(o, "  {:>4}  {:<16} {:<28} {}{}\n", i, plan::step_label(s), plan::step_kernel_name(p, s), step_detail(p, s),
                    s.nodes.empty() ? "" : "  [" + s.nodes + "]");
     }
+    fmt::print("{}", printable(out, true));
 }
 
 }  // namespace
@@ -254,6 +260,7 @@ void add_inspect_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("inspect", "Check a plan file and print its contents");
     cmd->add_option("plan", *path, "Plan file written by stofc compile")->required();
     cmd->add_flag("--json", *json, "Print JSON instead of text");
+    add_max_memory_option(cmd);
     cmd->callback([path, json] {
         const plan::Plan p = plan::read_plan(*path);
         if (*json) fmt::print("{}\n", to_json(p).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));

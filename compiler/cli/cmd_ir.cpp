@@ -32,6 +32,7 @@ void add_ir_command(CLI::App& app) {
     cmd->add_option("--dump-after", args->dump_after,
                     "Print the IR after pass NAME, the fusion plan (which ops form each kernel) with 'partition', or "
                     "everything with 'all'");
+    add_max_memory_option(cmd);
     cmd->callback([args] {
         ir::Graph g = import_onnx_file(args->model);
         PipelineOptions opt;

@@ -1,6 +1,7 @@
 // stofc mask SPEC --seq S : build a mask spec into the sparse format and
 // describe it (counts, rho, the kernel the selector picks), optionally as JSON
 // and as a picture.
+#include "cli/cli_args.hpp"
 #include "cli/commands.hpp"
 #include "mask/mask_builder.hpp"
 #include "mask/mask_image.hpp"
@@ -98,6 +99,7 @@ void add_mask_command(CLI::App& app) {
     cmd->add_flag("--json", args->json, "Print the description as JSON");
     cmd->add_option("--png", args->png, "Write a picture of the mask (first pattern) to FILE");
     cmd->add_flag("--time", args->time, "Build repeatedly and report the min and median build time");
+    add_max_memory_option(cmd);
     cmd->callback([args] { run_mask(*args); });
 }
 

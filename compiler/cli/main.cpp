@@ -1,5 +1,6 @@
 // stofc: the stofc compiler's command-line tool.
 #include "cli/commands.hpp"
+#include "stof/cli_util.hpp"
 #include "stof/error.hpp"
 #include "stof/log.hpp"
 
@@ -25,14 +26,15 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        const int rc = app.exit(e);
+        return rc == 0 ? 0 : stof::cli::kExitUsage;
     } catch (const stof::Error& e) {
         spdlog::debug("raised at {}", e.where());
-        std::fprintf(stderr, "stofc: error: %s\n", e.what());
-        return 1;
+        std::fprintf(stderr, "stofc: error: %s\n", stof::cli::printable(e.what(), true).c_str());
+        return stof::cli::kExitError;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "stofc: internal error: %s\n", e.what());
-        return 1;
+        std::fprintf(stderr, "stofc: internal error: %s\n", stof::cli::printable(e.what(), true).c_str());
+        return stof::cli::kExitInternal;
     }
     return 0;
 }

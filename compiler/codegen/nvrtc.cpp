@@ -2,6 +2,8 @@
 
 #include "codegen/templates.hpp"
 #include "stof/error.hpp"
+#include "stof/plan_format.hpp"
+#include "stof/regular_file.hpp"
 
 #include <nvrtc.h>
 #include <spdlog/spdlog.h>
@@ -10,7 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include <unistd.h>
@@ -45,23 +46,39 @@ uint64_t templates_hash() {
     return h;
 }
 
+// The file's bytes, or "" when it is missing or not a regular file.
 std::string read_file(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
+    try {
+        return read_regular_file(p.string(), "kernel cache");
+    } catch (const Error&) {
+        return "";
+    }
+}
+
+// The checksum line of a cache entry: sizes and crc32s of its source, cubin and PTX.
+// Written after them, so an entry without a matching line is recompiled: a truncated,
+// damaged or half-written file is never copied into a plan.
+std::string entry_sum(const std::string& source, const std::vector<uint8_t>& cubin, const std::string& ptx) {
+    return fmt::format("stofc-cache-entry source {} {:08x} cubin {} {:08x} ptx {} {:08x}\n", source.size(),
+                       plan::checksum(source.data(), source.size()), cubin.size(), plan::checksum(cubin.data(), cubin.size()),
+                       ptx.size(), plan::checksum(ptx.data(), ptx.size()));
 }
 
 void write_file(const fs::path& p, const std::string& bytes) {
     // Unique per process and thread: concurrent compilers may write the same entry.
     const fs::path tmp = fmt::format("{}.tmp{}.{}", p.string(), ::getpid(), std::hash<std::thread::id>{}(std::this_thread::get_id()));
+    std::error_code ec;
     {
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
         STOF_CHECK(out.good(), "cannot write the kernel cache file '{}'", tmp.string());
         out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        out.close();
+        if (!out.good()) fs::remove(tmp, ec);
         STOF_CHECK(out.good(), "cannot write the kernel cache file '{}' (disk full?)", tmp.string());
     }
-    fs::rename(tmp, p);
+    fs::rename(tmp, p, ec);
+    if (ec) fs::remove(tmp, ec);
+    STOF_CHECK(!ec, "cannot write the kernel cache file '{}': {}", p.string(), ec.message());
 }
 
 // Writes the embedded templates under <cache>/templates once per process.
@@ -169,14 +186,16 @@ CompiledKernel compile_kernel(const std::string& key, const std::string& source,
     const uint64_t h = fnv1a(arch + "|" + nvrtc_version() + "|" + source, templates_hash());
     const std::string stem = fmt::format("{}-{:016x}", key, h);
     const fs::path src = kdir / (stem + ".cu"), cubin = kdir / (stem + "." + arch + ".cubin"),
-                   ptx = kdir / (stem + ".ptx");
+                   ptx = kdir / (stem + ".ptx"), sum = kdir / (stem + "." + arch + ".sum");
     CompiledKernel k;
-    if (fs::exists(cubin) && fs::exists(ptx) && fs::exists(src) && read_file(src) == source) {
+    if (fs::exists(sum)) {
         const std::string c = read_file(cubin);
         k.cubin.assign(c.begin(), c.end());
         k.ptx = read_file(ptx);
-        k.cached = !k.cubin.empty() && !k.ptx.empty();
+        k.cached = !k.cubin.empty() && !k.ptx.empty() && read_file(src) == source &&
+                   read_file(sum) == entry_sum(source, k.cubin, k.ptx);
         if (k.cached) return k;
+        spdlog::warn("kernel cache entry {} is damaged or incomplete: compiling it again", (kdir / stem).string());
     }
     write_file(src, source);
     k.cubin = run_nvrtc(key, source, arch, src, cache);
@@ -184,6 +203,7 @@ CompiledKernel compile_kernel(const std::string& key, const std::string& source,
     k.ptx.assign(p.begin(), p.end());
     write_file(cubin, std::string(k.cubin.begin(), k.cubin.end()));
     write_file(ptx, k.ptx);
+    write_file(sum, entry_sum(source, k.cubin, k.ptx));
     return k;
 }
 

@@ -36,8 +36,11 @@ struct Node {
     // random, for the current tile row:
     int64_t block_row0 = 0;                    // first block row overlapping it
     std::vector<std::vector<int64_t>> chosen;  // chosen block columns of block rows block_row0, block_row0 + 1, ...
-    std::vector<int64_t> covered;              // kept entries per tile column
+    std::vector<std::pair<int64_t, int64_t>> covered;  // (tile column, kept entries), ascending, nonzero only
 };
+
+// Sorted, disjoint half-open ranges [lo, hi) of tile columns.
+using Ranges = std::vector<std::pair<int64_t, int64_t>>;
 
 Node make_node(const MaskSpec& s, const Ctx& c) {
     Node n;
@@ -75,15 +78,87 @@ void begin_tile_row(Node& n, const Ctx& c, int64_t i0, int64_t i1) {
     }
     n.chosen = std::move(chosen);
     n.block_row0 = br0;
-    n.covered.assign(static_cast<size_t>((c.seq_k + c.tile_n - 1) / c.tile_n), 0);
+    n.covered.clear();
     for (int64_t br = br0; br <= br1; ++br) {
         const int64_t rows = std::min(i1, (br + 1) * s.block) - std::max(i0, br * s.block);
         for (int64_t col : n.chosen[static_cast<size_t>(br - br0)]) {
             const int64_t a = col * s.block, e = std::min((col + 1) * s.block, c.seq_k);
             for (int64_t tc = a / c.tile_n; tc * c.tile_n < e; ++tc)
-                n.covered[static_cast<size_t>(tc)] += rows * (std::min(e, (tc + 1) * c.tile_n) - std::max(a, tc * c.tile_n));
+                n.covered.emplace_back(tc, rows * (std::min(e, (tc + 1) * c.tile_n) - std::max(a, tc * c.tile_n)));
         }
     }
+    std::sort(n.covered.begin(), n.covered.end());
+    size_t out = 0;
+    for (size_t k = 0; k < n.covered.size(); ++k) {
+        if (out > 0 && n.covered[out - 1].first == n.covered[k].first) n.covered[out - 1].second += n.covered[k].second;
+        else n.covered[out++] = n.covered[k];
+    }
+    n.covered.resize(out);
+}
+
+Ranges unite(const Ranges& a, const Ranges& b) {
+    Ranges all(a);
+    all.insert(all.end(), b.begin(), b.end());
+    std::sort(all.begin(), all.end());
+    Ranges out;
+    for (const auto& r : all) {
+        if (!out.empty() && r.first <= out.back().second) out.back().second = std::max(out.back().second, r.second);
+        else out.push_back(r);
+    }
+    return out;
+}
+
+Ranges intersect(const Ranges& a, const Ranges& b) {
+    Ranges out;
+    for (size_t x = 0, y = 0; x < a.size() && y < b.size();) {
+        const int64_t lo = std::max(a[x].first, b[y].first), hi = std::min(a[x].second, b[y].second);
+        if (lo < hi) out.emplace_back(lo, hi);
+        if (a[x].second < b[y].second) ++x;
+        else ++y;
+    }
+    return out;
+}
+
+// The tile columns that can hold kept entries of rows [i0, i1): a superset of the
+// non-empty tiles, so a tile row costs its kept tiles, not every tile (begin_tile_row ran).
+Ranges candidate_tiles(const Node& n, const Ctx& c, int64_t i0, int64_t i1) {
+    const MaskSpec& s = *n.spec;
+    auto columns = [&](int64_t j0, int64_t j1) {  // key columns [j0, j1), clipped
+        j0 = std::max<int64_t>(j0, 0);
+        j1 = std::min(j1, c.seq_k);
+        return j0 < j1 ? Ranges{{j0 / c.tile_n, (j1 - 1) / c.tile_n + 1}} : Ranges{};
+    };
+    switch (s.kind) {
+    case Kind::dense:
+    case Kind::file: return columns(0, c.seq_k);
+    case Kind::causal: return columns(0, i1);
+    case Kind::sliding: return columns(i0 - s.window, i1 + s.window);
+    case Kind::global: return i0 < s.global ? columns(0, c.seq_k) : columns(0, s.global);
+    case Kind::block_band: {
+        const int64_t b0 = i0 / s.block, b1 = (i1 - 1) / s.block;
+        const int64_t hi = std::min(b1 + s.window + 1, (c.seq_k + s.block - 1) / s.block);
+        return columns(std::max<int64_t>(b0 - s.window, 0) * s.block, hi * s.block);
+    }
+    case Kind::random: {
+        Ranges out;
+        for (const auto& [tc, kept] : n.covered) {
+            if (!out.empty() && out.back().second == tc) ++out.back().second;
+            else out.emplace_back(tc, tc + 1);
+        }
+        return out;
+    }
+    case Kind::any: {
+        Ranges out;
+        for (const Node& child : n.children) out = unite(out, candidate_tiles(child, c, i0, i1));
+        return out;
+    }
+    case Kind::all: {
+        Ranges out = columns(0, c.seq_k);
+        for (const Node& child : n.children) out = intersect(out, candidate_tiles(child, c, i0, i1));
+        return out;
+    }
+    }
+    return columns(0, c.seq_k);
 }
 
 // Smallest and largest |x - y| over x in [x0, x1], y in [y0, y1] (closed).
@@ -122,7 +197,8 @@ TileClass classify(Node& n, const Ctx& c, const Tile& t) {
         k = band_class(t.i0 / s.block, (t.i1 - 1) / s.block, t.j0 / s.block, (t.j1 - 1) / s.block, s.window);
         break;
     case Kind::random: {
-        const int64_t kept = n.covered[static_cast<size_t>(t.tc)];
+        const auto it = std::lower_bound(n.covered.begin(), n.covered.end(), std::pair<int64_t, int64_t>{t.tc, 0});
+        const int64_t kept = it != n.covered.end() && it->first == t.tc ? it->second : 0;
         k = kept == 0 ? TileClass::empty : kept == (t.i1 - t.i0) * (t.j1 - t.j0) ? TileClass::full : TileClass::partial;
         break;
     }
@@ -220,7 +296,7 @@ SparseMask build_mask(const MaskSpec& spec_in, int64_t seq_q, int64_t seq_k, int
     m.tile_n = tile_n;
     m.mask_batch = static_cast<int32_t>(mask_batch);
     m.mask_heads = static_cast<int32_t>(mask_heads);
-    const int64_t trows = m.tile_rows(), tcols = m.tile_cols(), wc = tile_n / 8;
+    const int64_t trows = m.tile_rows(), wc = tile_n / 8;
     Ctx c{seq_q, seq_k, tile_m, tile_n, (tile_n + 63) / 64};
     std::vector<uint64_t> bits(static_cast<size_t>(tile_m * c.row_words));
     std::vector<uint64_t> words(static_cast<size_t>(m.words_per_tile()));
@@ -233,32 +309,34 @@ SparseMask build_mask(const MaskSpec& spec_in, int64_t seq_q, int64_t seq_k, int
             m.row_ptr.push_back(static_cast<int32_t>(m.col_idx.size()));
             const int64_t i0 = tr * tile_m, i1 = std::min(seq_q, i0 + tile_m);
             begin_tile_row(root, c, i0, i1);
-            for (int64_t tc = 0; tc < tcols; ++tc) {
-                const Tile t{i0, i1, tc * tile_n, std::min(seq_k, (tc + 1) * tile_n), tc};
-                TileClass k = classify(root, c, t);
-                if (k == TileClass::partial) {
-                    row_bits(root, c, t, bits.data());
-                    const int64_t rows = t.i1 - t.i0, width = t.j1 - t.j0;
-                    int64_t kept = 0;
-                    for (int64_t w = 0; w < rows * c.row_words; ++w) kept += __builtin_popcountll(bits[static_cast<size_t>(w)]);
-                    k = kept == 0 ? TileClass::empty : kept == rows * width ? TileClass::full : TileClass::partial;
+            for (const auto& [tc_lo, tc_hi] : candidate_tiles(root, c, i0, i1)) {
+                for (int64_t tc = tc_lo; tc < tc_hi; ++tc) {
+                    const Tile t{i0, i1, tc * tile_n, std::min(seq_k, (tc + 1) * tile_n), tc};
+                    TileClass k = classify(root, c, t);
                     if (k == TileClass::partial) {
-                        std::fill(words.begin(), words.end(), 0);
-                        for (int64_t r = 0; r < rows; ++r)
-                            for (int64_t c8 = 0; c8 < (width + 7) / 8; ++c8) {
-                                const uint64_t byte = (bits[static_cast<size_t>(r * c.row_words + c8 / 8)] >> (c8 % 8 * 8)) & 0xff;
-                                words[static_cast<size_t>(r / 8 * wc + c8)] |= byte << (r % 8 * 8);
-                            }
+                        row_bits(root, c, t, bits.data());
+                        const int64_t rows = t.i1 - t.i0, width = t.j1 - t.j0;
+                        int64_t kept = 0;
+                        for (int64_t w = 0; w < rows * c.row_words; ++w) kept += __builtin_popcountll(bits[static_cast<size_t>(w)]);
+                        k = kept == 0 ? TileClass::empty : kept == rows * width ? TileClass::full : TileClass::partial;
+                        if (k == TileClass::partial) {
+                            std::fill(words.begin(), words.end(), 0);
+                            for (int64_t r = 0; r < rows; ++r)
+                                for (int64_t c8 = 0; c8 < (width + 7) / 8; ++c8) {
+                                    const uint64_t byte = (bits[static_cast<size_t>(r * c.row_words + c8 / 8)] >> (c8 % 8 * 8)) & 0xff;
+                                    words[static_cast<size_t>(r / 8 * wc + c8)] |= byte << (r % 8 * 8);
+                                }
+                        }
                     }
-                }
-                if (k == TileClass::empty) continue;
-                STOF_CHECK(m.col_idx.size() < static_cast<size_t>(kMax), "mask has more than {} non-empty tiles", kMax);
-                m.col_idx.push_back(static_cast<int32_t>(tc));
-                if (k == TileClass::full) {
-                    m.bitmap_idx.push_back(-1);
-                } else {
-                    m.bitmap_idx.push_back(static_cast<int32_t>(m.bitmaps.size() / words.size()));
-                    m.bitmaps.insert(m.bitmaps.end(), words.begin(), words.end());
+                    if (k == TileClass::empty) continue;
+                    STOF_CHECK(m.col_idx.size() < static_cast<size_t>(kMax), "mask has more than {} non-empty tiles", kMax);
+                    m.col_idx.push_back(static_cast<int32_t>(tc));
+                    if (k == TileClass::full) {
+                        m.bitmap_idx.push_back(-1);
+                    } else {
+                        m.bitmap_idx.push_back(static_cast<int32_t>(m.bitmaps.size() / words.size()));
+                        m.bitmaps.insert(m.bitmaps.end(), words.begin(), words.end());
+                    }
                 }
             }
         }

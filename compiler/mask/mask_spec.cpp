@@ -10,6 +10,8 @@ namespace stof {
 namespace {
 
 constexpr int64_t kMaxParam = std::numeric_limits<int32_t>::max();
+// Deepest nesting of parentheses: the parser, builder and evaluator recurse once per level.
+constexpr int kMaxDepth = 64;
 
 bool is_delim(char c) {
     return c == '|' || c == '&' || c == '(' || c == ')' || std::isspace(static_cast<unsigned char>(c));
@@ -31,9 +33,11 @@ public:
 private:
     const std::string& s_;
     size_t pos_ = 0;
+    int depth_ = 0;
 
     [[noreturn]] void fail(const std::string& what) const {
-        STOF_FAIL("bad mask spec \"{}\": {}; accepted forms: {}", s_, what, mask_spec_forms());
+        const std::string shown = s_.size() > 120 ? s_.substr(0, 100) + "..." : s_;
+        STOF_FAIL("bad mask spec \"{}\": {}; accepted forms: {}", shown, what, mask_spec_forms());
     }
 
     void skip_ws() {
@@ -74,7 +78,10 @@ private:
         }
         if (s_[pos_] == '(') {
             const size_t open = pos_++;
+            if (++depth_ > kMaxDepth)
+                fail(fmt::format("\"(\" at column {} nests deeper than {} levels", open + 1, kMaxDepth));
             MaskSpec m = parse_union();
+            --depth_;
             skip_ws();
             if (pos_ == s_.size() || s_[pos_] != ')')
                 fail(fmt::format("\"(\" at column {} is not closed{}", open + 1,

@@ -4,12 +4,12 @@
 #include "onnx/onnx_tensor.hpp"
 #include "stof/error.hpp"
 #include "stof/progress.hpp"
+#include "stof/regular_file.hpp"
 
 #include <google/protobuf/io/coded_stream.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -32,34 +32,47 @@ ir::AttrValue attr_from_onnx(const onnx::AttributeProto& a, const std::string& n
               static_cast<int>(a.type()));
 }
 
-// Nodes in an order where every value is produced before it is read.
+// Nodes in an order where every value is produced before it is read: the model's order
+// where it allows (the smallest-index ready node first), O(n log n) in the nodes and edges.
 std::vector<const onnx::NodeProto*> topological_nodes(const onnx::GraphProto& g, const std::unordered_set<std::string>& ready0) {
     std::unordered_set<std::string> ready = ready0;
-    std::vector<const onnx::NodeProto*> pending, order;
-    for (const auto& n : g.node()) pending.push_back(&n);
-    while (!pending.empty()) {
-        std::vector<const onnx::NodeProto*> rest;
-        for (const onnx::NodeProto* n : pending) {
-            bool ok = true;
-            for (const auto& in : n->input())
-                if (!in.empty() && !ready.count(in)) ok = false;
-            if (ok) {
-                order.push_back(n);
-                for (const auto& out : n->output())
-                    if (!out.empty()) ready.insert(out);
-            } else {
-                rest.push_back(n);
-            }
+    const int n = g.node_size();
+    std::vector<int> missing(static_cast<size_t>(n), 0);                 // per node: distinct inputs not yet ready
+    std::unordered_map<std::string, std::vector<int>> waiting;           // value -> nodes waiting for it
+    std::priority_queue<int, std::vector<int>, std::greater<int>> queue;  // ready nodes, smallest index first
+    for (int i = 0; i < n; ++i) {
+        std::unordered_set<std::string> seen;
+        for (const auto& in : g.node(i).input()) {
+            if (in.empty() || ready.count(in) || !seen.insert(in).second) continue;
+            ++missing[static_cast<size_t>(i)];
+            waiting[in].push_back(i);
         }
-        if (rest.size() == pending.size()) {
-            const onnx::NodeProto* n = rest.front();
-            std::string missing;
-            for (const auto& in : n->input())
-                if (!in.empty() && !ready.count(in)) missing = in;
+        if (missing[static_cast<size_t>(i)] == 0) queue.push(i);
+    }
+    std::vector<const onnx::NodeProto*> order;
+    while (!queue.empty()) {
+        const int i = queue.top();
+        queue.pop();
+        order.push_back(&g.node(i));
+        for (const auto& out : g.node(i).output()) {
+            if (out.empty() || !ready.insert(out).second) continue;
+            auto it = waiting.find(out);
+            if (it == waiting.end()) continue;
+            for (int k : it->second)
+                if (--missing[static_cast<size_t>(k)] == 0) queue.push(k);
+            waiting.erase(it);
+        }
+    }
+    if (static_cast<int>(order.size()) < n) {
+        for (int i = 0; i < n; ++i) {
+            if (missing[static_cast<size_t>(i)] == 0) continue;
+            const onnx::NodeProto& node = g.node(i);
+            std::string absent;
+            for (const auto& in : node.input())
+                if (!in.empty() && !ready.count(in)) absent = in;
             STOF_FAIL("node '{}' ({}) reads '{}', which no node, input or initializer defines (or the graph has a cycle)",
-                      n->name(), n->op_type(), missing);
+                      node.name(), node.op_type(), absent);
         }
-        pending.swap(rest);
     }
     return order;
 }
@@ -131,7 +144,9 @@ ir::Graph import_onnx_bytes(const std::string& bytes, const std::string& base_di
         ids[name] = g.add_value(std::move(v));
     }
     STOF_CHECK(gp.sparse_initializer_size() == 0, "{}: sparse initializers are not supported", what);
+    std::unordered_set<std::string> input_names;
     for (const auto& in : gp.input()) {
+        STOF_CHECK(input_names.insert(in.name()).second, "{}: two graph inputs are named '{}'", what, in.name());
         if (ids.count(in.name())) continue;  // an initializer listed as input (IR < 4 style): a constant
         STOF_CHECK(!in.name().empty(), "{}: a graph input has no name", what);
         ir::Value v;
@@ -216,6 +231,10 @@ ir::Graph import_onnx_bytes(const std::string& bytes, const std::string& base_di
         while (!n.inputs.empty() && n.inputs.back() == ir::kNoValue) n.inputs.pop_back();
         for (const auto& a : np->attribute()) {
             STOF_CHECK(!a.name().empty(), "{}: an attribute has no name", label);
+            STOF_CHECK(accepts_attribute(*entry, a.name()), "{}: op '{}' has no attribute '{}'{}{}", label,
+                       np->op_type(), a.name(), entry->attrs.empty() ? " (it takes none)" : " (it takes: ",
+                       entry->attrs.empty() ? std::string() : std::string(entry->attrs) + ")");
+            STOF_CHECK(!n.attrs.has(a.name()), "{}: attribute '{}' is given twice", label, a.name());
             n.attrs.set(a.name(), attr_from_onnx(a, label, base_dir));
         }
         int last_output = np->output_size() - 1;
@@ -256,18 +275,15 @@ ir::Graph import_onnx_bytes(const std::string& bytes, const std::string& base_di
 
 ir::Graph import_onnx_file(const std::string& path) {
     namespace fs = std::filesystem;
+    const RegularFile f(path, "model file");
+    STOF_CHECK(f.size() < INT32_MAX,
+               "{}: the model file is {} bytes, larger than 2 GB; store its weights as external data "
+               "(onnx.save_model(..., save_as_external_data=True))", path, f.size());
     std::error_code ec;
-    STOF_CHECK(fs::exists(path, ec), "model file '{}' does not exist", path);
-    STOF_CHECK(fs::is_regular_file(path, ec), "'{}' is not a file", path);
-    const auto bytes = fs::file_size(path, ec);
-    ProgressPhase phase(fmt::format("importing {} ({:.1f} MB)", path, ec ? 0.0 : static_cast<double>(bytes) / 1e6));
-    std::ifstream in(path, std::ios::binary);
-    STOF_CHECK(in.good(), "cannot open model file '{}'", path);
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    STOF_CHECK(!in.bad(), "cannot read model file '{}'", path);
-    const std::string dir = fs::absolute(path).parent_path().string();
-    return import_onnx_bytes(buf.str(), dir, path);
+    ProgressPhase phase(fmt::format("importing {} ({:.1f} MB)", path, static_cast<double>(f.size()) / 1e6));
+    const fs::path dir = fs::canonical(fs::absolute(path).parent_path(), ec);
+    STOF_CHECK(!ec, "cannot resolve the model file's folder '{}': {}", path, ec.message());
+    return import_onnx_bytes(f.read_all(), dir.string(), path);
 }
 
 }  // namespace stof

@@ -54,9 +54,12 @@ void batchnorm_inference(ImportContext&, ir::Node& n) {
 
 constexpr int64_t kLast = 21;
 
+// Each row: ONNX type, opset range, IR op, fix-up, and the attributes the op takes
+// (space-separated; the importer rejects any other, as onnxruntime does).
+
 constexpr OnnxOp kTable[] = {
     {"Identity", 13, kLast, Op::Identity, nullptr},
-    {"Dropout", 13, kLast, Op::Identity, dropout_to_identity},
+    {"Dropout", 13, kLast, Op::Identity, dropout_to_identity, "seed"},
     {"Abs", 13, kLast, Op::Abs, nullptr},
     {"Neg", 13, kLast, Op::Neg, nullptr},
     {"Sqrt", 13, kLast, Op::Sqrt, nullptr},
@@ -74,19 +77,19 @@ constexpr OnnxOp kTable[] = {
     {"Ceil", 13, kLast, Op::Ceil, nullptr},
     {"Softplus", 13, kLast, Op::Softplus, nullptr},
     {"Softsign", 13, kLast, Op::Softsign, nullptr},
-    {"Gelu", 20, kLast, Op::Gelu, nullptr},
+    {"Gelu", 20, kLast, Op::Gelu, nullptr, "approximate"},
     {"IsNaN", 13, kLast, Op::IsNaN, nullptr},
-    {"IsInf", 13, kLast, Op::IsInf, nullptr},
+    {"IsInf", 13, kLast, Op::IsInf, nullptr, "detect_negative detect_positive"},
     {"Not", 13, kLast, Op::Not, nullptr},
-    {"Cast", 13, kLast, Op::Cast, cast_to_dtype},
-    {"CastLike", 15, kLast, Op::CastLike, drop_saturate},
+    {"Cast", 13, kLast, Op::Cast, cast_to_dtype, "to saturate"},
+    {"CastLike", 15, kLast, Op::CastLike, drop_saturate, "saturate"},
     {"Clip", 13, kLast, Op::Clip, nullptr},
     {"Add", 13, kLast, Op::Add, nullptr},
     {"Sub", 13, kLast, Op::Sub, nullptr},
     {"Mul", 13, kLast, Op::Mul, nullptr},
     {"Div", 13, kLast, Op::Div, nullptr},
     {"Pow", 13, kLast, Op::Pow, nullptr},
-    {"Mod", 13, kLast, Op::Mod, nullptr},
+    {"Mod", 13, kLast, Op::Mod, nullptr, "fmod"},
     {"Min", 13, kLast, Op::Min, nullptr},
     {"Max", 13, kLast, Op::Max, nullptr},
     {"Equal", 13, kLast, Op::Equal, nullptr},
@@ -98,38 +101,38 @@ constexpr OnnxOp kTable[] = {
     {"Or", 13, kLast, Op::Or, nullptr},
     {"Xor", 13, kLast, Op::Xor, nullptr},
     {"Where", 13, kLast, Op::Where, nullptr},
-    {"ReduceMean", 13, kLast, Op::ReduceMean, axes_attr_to_input},
-    {"ReduceSum", 13, kLast, Op::ReduceSum, nullptr},
-    {"ReduceMax", 13, kLast, Op::ReduceMax, axes_attr_to_input},
-    {"ReduceMin", 13, kLast, Op::ReduceMin, axes_attr_to_input},
-    {"Softmax", 13, kLast, Op::Softmax, nullptr},
-    {"LayerNormalization", 17, kLast, Op::LayerNormalization, layernorm_check},
-    {"CumSum", 13, kLast, Op::CumSum, nullptr},
+    {"ReduceMean", 13, kLast, Op::ReduceMean, axes_attr_to_input, "axes keepdims noop_with_empty_axes"},
+    {"ReduceSum", 13, kLast, Op::ReduceSum, nullptr, "keepdims noop_with_empty_axes"},
+    {"ReduceMax", 13, kLast, Op::ReduceMax, axes_attr_to_input, "axes keepdims noop_with_empty_axes"},
+    {"ReduceMin", 13, kLast, Op::ReduceMin, axes_attr_to_input, "axes keepdims noop_with_empty_axes"},
+    {"Softmax", 13, kLast, Op::Softmax, nullptr, "axis"},
+    {"LayerNormalization", 17, kLast, Op::LayerNormalization, layernorm_check, "axis epsilon stash_type"},
+    {"CumSum", 13, kLast, Op::CumSum, nullptr, "exclusive reverse"},
     {"MatMul", 13, kLast, Op::MatMul, nullptr},
-    {"Gemm", 13, kLast, Op::Gemm, nullptr},
-    {"Conv", 13, kLast, Op::Conv, nullptr},
-    {"ConvTranspose", 13, kLast, Op::ConvTranspose, nullptr},
-    {"BatchNormalization", 14, kLast, Op::BatchNormalization, batchnorm_inference},
-    {"Resize", 13, kLast, Op::Resize, nullptr},
-    {"Reshape", 13, kLast, Op::Reshape, nullptr},
-    {"Transpose", 13, kLast, Op::Transpose, nullptr},
+    {"Gemm", 13, kLast, Op::Gemm, nullptr, "alpha beta transA transB"},
+    {"Conv", 13, kLast, Op::Conv, nullptr, "auto_pad dilations group kernel_shape pads strides"},
+    {"ConvTranspose", 13, kLast, Op::ConvTranspose, nullptr, "auto_pad dilations group kernel_shape output_padding output_shape pads strides"},
+    {"BatchNormalization", 14, kLast, Op::BatchNormalization, batchnorm_inference, "epsilon momentum training_mode"},
+    {"Resize", 13, kLast, Op::Resize, nullptr, "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value keep_aspect_ratio_policy mode nearest_mode"},
+    {"Reshape", 13, kLast, Op::Reshape, nullptr, "allowzero"},
+    {"Transpose", 13, kLast, Op::Transpose, nullptr, "perm"},
     {"Unsqueeze", 13, kLast, Op::Unsqueeze, nullptr},
     {"Squeeze", 13, kLast, Op::Squeeze, nullptr},
-    {"Flatten", 13, kLast, Op::Flatten, nullptr},
+    {"Flatten", 13, kLast, Op::Flatten, nullptr, "axis"},
     {"Slice", 13, kLast, Op::Slice, nullptr},
-    {"Concat", 13, kLast, Op::Concat, nullptr},
-    {"Split", 13, kLast, Op::Split, nullptr},
+    {"Concat", 13, kLast, Op::Concat, nullptr, "axis"},
+    {"Split", 13, kLast, Op::Split, nullptr, "axis num_outputs"},
     {"Expand", 13, kLast, Op::Expand, nullptr},
     {"Tile", 13, kLast, Op::Tile, nullptr},
-    {"Gather", 13, kLast, Op::Gather, nullptr},
-    {"GatherElements", 13, kLast, Op::GatherElements, nullptr},
-    {"GatherND", 13, kLast, Op::GatherND, nullptr},
-    {"ScatterND", 13, kLast, Op::ScatterND, nullptr},
-    {"Pad", 13, kLast, Op::Pad, nullptr},
-    {"Trilu", 14, kLast, Op::Trilu, nullptr},
-    {"Shape", 13, kLast, Op::Shape, nullptr},
+    {"Gather", 13, kLast, Op::Gather, nullptr, "axis"},
+    {"GatherElements", 13, kLast, Op::GatherElements, nullptr, "axis"},
+    {"GatherND", 13, kLast, Op::GatherND, nullptr, "batch_dims"},
+    {"ScatterND", 13, kLast, Op::ScatterND, nullptr, "reduction"},
+    {"Pad", 13, kLast, Op::Pad, nullptr, "mode"},
+    {"Trilu", 14, kLast, Op::Trilu, nullptr, "upper"},
+    {"Shape", 13, kLast, Op::Shape, nullptr, "end start"},
     {"Size", 13, kLast, Op::Size, nullptr},
-    {"ConstantOfShape", 13, kLast, Op::ConstantOfShape, nullptr},
+    {"ConstantOfShape", 13, kLast, Op::ConstantOfShape, nullptr, "value"},
     {"Range", 13, kLast, Op::Range, nullptr},
 };
 
@@ -139,6 +142,15 @@ const OnnxOp* find_onnx_op(std::string_view type, int64_t opset) {
     for (const OnnxOp& e : kTable)
         if (e.type == type && opset >= e.min_opset && opset <= e.max_opset) return &e;
     return nullptr;
+}
+
+bool accepts_attribute(const OnnxOp& op, std::string_view name) {
+    for (std::string_view rest = op.attrs; !rest.empty();) {
+        const size_t sp = rest.find(' ');
+        if (rest.substr(0, sp) == name) return true;
+        rest = sp == std::string_view::npos ? std::string_view() : rest.substr(sp + 1);
+    }
+    return false;
 }
 
 std::string known_onnx_ops() {

@@ -21,8 +21,12 @@ struct OnnxOp {
     std::string_view type;
     int64_t min_opset, max_opset;
     ir::Op op;
-    ImportFixup fixup;  // nullptr: imported as is
+    ImportFixup fixup;            // nullptr: imported as is
+    std::string_view attrs = "";  // the ONNX attributes it takes, space-separated
 };
+
+// Whether `name` is one of op's attributes.
+bool accepts_attribute(const OnnxOp& op, std::string_view name);
 
 // The entry for (type, opset), or nullptr.
 const OnnxOp* find_onnx_op(std::string_view type, int64_t opset);

@@ -1,9 +1,10 @@
 #include "onnx/onnx_tensor.hpp"
 
 #include "stof/error.hpp"
+#include "stof/regular_file.hpp"
 
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
 
 namespace stof {
 
@@ -52,21 +53,27 @@ std::string read_external(const onnx::TensorProto& t, const std::string& base_di
     STOF_CHECK(rel.is_relative(), "{}: external data path '{}' must be relative to the model", what, location);
     for (const auto& part : rel)
         STOF_CHECK(part != "..", "{}: external data path '{}' leaves the model's directory", what, location);
-    const fs::path file = fs::path(base_dir) / rel;
-    std::ifstream in(file, std::ios::binary);
-    STOF_CHECK(in.good(), "{}: cannot open external data file '{}'", what, file.string());
-    in.seekg(0, std::ios::end);
-    const auto size = static_cast<int64_t>(in.tellg());
+    // Symbolic links are resolved: the file itself must lie under the model's folder.
+    std::error_code ec;
+    const fs::path root = fs::canonical(base_dir, ec);
+    STOF_CHECK(!ec, "{}: cannot resolve the model's folder '{}': {}", what, base_dir, ec.message());
+    const fs::path file = fs::weakly_canonical(root / rel, ec);
+    STOF_CHECK(!ec, "{}: cannot resolve external data path '{}': {}", what, location, ec.message());
+    const auto [r, f] = std::mismatch(root.begin(), root.end(), file.begin(), file.end());
+    STOF_CHECK(r == root.end() && f != file.end(),
+               "{}: external data path '{}' resolves to '{}', outside the model's folder '{}' (symbolic links may not "
+               "leave it)", what, location, file.string(), root.string());
     if (length < 0) length = static_cast<int64_t>(expected);
     STOF_CHECK(offset >= 0 && static_cast<size_t>(length) == expected,
                "{}: external data length {} does not match the tensor's {} bytes", what, length, expected);
-    STOF_CHECK(offset + length <= size, "{}: external data file '{}' is too short ({} bytes, needs {})", what,
-               file.string(), size, offset + length);
-    std::string bytes(static_cast<size_t>(length), '\0');
-    in.seekg(offset);
-    in.read(bytes.data(), length);
-    STOF_CHECK(in.good(), "{}: cannot read external data file '{}'", what, file.string());
-    return bytes;
+    try {
+        const RegularFile in(file.string(), "external data file");
+        STOF_CHECK(static_cast<uint64_t>(offset) + static_cast<uint64_t>(length) <= in.size(),
+                   "external data file '{}' is too short ({} bytes, needs {})", file.string(), in.size(), offset + length);
+        return in.read(static_cast<uint64_t>(offset), static_cast<uint64_t>(length));
+    } catch (const Error& e) {
+        STOF_FAIL("{}: {}", what, e.what());
+    }
 }
 
 }  // namespace

@@ -120,7 +120,7 @@ std::vector<TensorType> infer_Reshape(const Node& n, const std::vector<InferInpu
             continue;
         }
         STOF_CHECK(v >= 0, "{}: target shape {} has a negative dimension", n.label(), shape_str(target));
-        known *= v;
+        known = size_mul(known, v, n.label() + ": target shape " + shape_str(target));
         out.push_back(v);
     }
     const int64_t total = numel(in[0].shape);
@@ -353,7 +353,7 @@ std::vector<TensorType> infer_Tile(const Node& n, const std::vector<InferInput>&
     Shape out = in[0].shape;
     for (size_t d = 0; d < out.size(); ++d) {
         STOF_CHECK(reps[d] >= 0, "{}: negative repeat", n.label());
-        out[d] *= reps[d];
+        out[d] = size_mul(out[d], reps[d], n.label() + ": repeats");
     }
     return {{in[0].dtype, out}};
 }

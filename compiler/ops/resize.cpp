@@ -47,9 +47,13 @@ ResizePlan resize_plan(const Node& n, const std::vector<InferInput>& in) {
         STOF_CHECK(scales.size() == axes.size(), "{}: {} scales for {} axes", n.label(), scales.size(), axes.size());
         for (size_t i = 0; i < axes.size(); ++i) {
             const auto d = static_cast<size_t>(axes[i]);
-            STOF_CHECK(scales[i] > 0, "{}: scale {} is not positive", n.label(), scales[i]);
+            STOF_CHECK(scales[i] > 0 && std::isfinite(scales[i]), "{}: scale {} is not a positive number", n.label(),
+                       scales[i]);
+            const double size = std::floor(static_cast<double>(xs[d]) * scales[i]);
+            STOF_CHECK(size <= static_cast<double>(kMaxElements), "{}: scale {} makes dimension {} of size {}, more than "
+                       "stofc handles (2^40)", n.label(), scales[i], d, size);
             p.scale[d] = scales[i];
-            p.out[d] = static_cast<int64_t>(std::floor(static_cast<double>(xs[d]) * scales[i]));
+            p.out[d] = static_cast<int64_t>(size);
         }
     }
     return p;

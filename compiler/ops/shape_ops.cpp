@@ -43,7 +43,7 @@ std::vector<Tensor> eval_Size(const Node&, const Inputs& in, const Types& out) {
 
 std::vector<TensorType> infer_ConstantOfShape(const Node& n, const std::vector<InferInput>& in) {
     const Shape shape = known_ints(in, 0, n, "target shape");
-    for (int64_t d : shape) STOF_CHECK(d >= 0, "{}: negative dimension in {}", n.label(), shape_str(shape));
+    checked_numel(shape, n.label() + ": target shape");
     const Tensor* value = n.attrs.tensor("value");
     if (value) STOF_CHECK(value->numel() == 1, "{}: value must hold one element", n.label());
     return {{value ? value->dtype : DType::f32, shape}};
@@ -69,7 +69,11 @@ std::vector<TensorType> infer_Range(const Node& n, const std::vector<InferInput>
     }
     const double start = in[0].data->get_f64(0), limit = in[1].data->get_f64(0), delta = in[2].data->get_f64(0);
     STOF_CHECK(delta != 0, "{}: delta is 0", n.label());
-    const auto len = static_cast<int64_t>(std::max(0.0, std::ceil((limit - start) / delta)));
+    const double count = std::max(0.0, std::ceil((limit - start) / delta));
+    STOF_CHECK(std::isfinite(count) && count <= static_cast<double>(kMaxElements),
+               "{}: start {}, limit {}, delta {} make {} elements, more than stofc handles (2^40)", n.label(), start,
+               limit, delta, count);
+    const auto len = static_cast<int64_t>(count);
     return {{in[0].dtype, {len}}};
 }
 

@@ -47,6 +47,18 @@ void bind_inputs(ir::Graph& g, const PassOptions& opt) {
         v.shape = shape;
         v.shape_known = true;
     }
+    // An input whose whole shape was given (--shape NAME=DIMS, or its file in stofc eval) must
+    // agree with the symbolic dimensions bound by --shape DIM=N.
+    for (ir::ValueId i : g.inputs) {
+        const ir::Value& v = g.value(i);
+        if (!v.shape_known || v.dim_names.size() != v.shape.size()) continue;
+        for (size_t d = 0; d < v.shape.size(); ++d) {
+            auto it = dims.find(v.dim_names[d]);
+            STOF_CHECK(it == dims.end() || it->second == v.shape[d],
+                       "--shape {}={} disagrees with input '{}' of shape {} (its dimension {}, '{}', is {})", it->first,
+                       it->second, v.name, shape_str(v.shape), d, it->first, v.shape[d]);
+        }
+    }
     for (ir::ValueId i : g.inputs) {
         ir::Value& v = g.value(i);
         if (v.shape_known) continue;

@@ -270,6 +270,10 @@ void fuse_attention(ir::Graph& g, const PassOptions& opt) {
     const int layers = AttentionFuser(g, masks, opt.note).run();
     STOF_CHECK(opt.masks.empty() || layers > 0,
                "--mask was given, but no attention in the model could be recognised (the warnings above say why)");
+    for (size_t k = 0; k < masks.size(); ++k)  // a range past the last layer would silently do nothing
+        STOF_CHECK(masks[k].every_layer || masks[k].last < layers,
+                   "--mask {}: the model has {} attention layer{} (0-{}), none numbered {}", opt.masks[k], layers,
+                   layers == 1 ? "" : "s", layers - 1, masks[k].last);
 }
 
 }  // namespace stof::passes

@@ -1,6 +1,8 @@
 #include "passes/passes.hpp"
 #include "stof/error.hpp"
 
+#include <algorithm>
+
 namespace stof::passes {
 
 namespace {
@@ -32,12 +34,15 @@ void infer_shapes(ir::Graph& g, const PassOptions&) {
                    n.outputs.size());
         int64_t out_elems = 0;
         for (size_t k = 0; k < out.size(); ++k) {
+            // Every inferred size is checked here, once for all ops: no dimension is negative and no
+            // product of dimensions overflows, before anything is folded or allocated.
+            const int64_t elems = checked_numel(out[k].shape, fmt::format("{}: output {}", n.label(), k));
+            out_elems = std::min(out_elems + elems, kMaxFoldElements + 1);
             ir::Value& v = g.value(n.outputs[k]);
             v.dtype = out[k].dtype;
             v.shape = out[k].shape;
             v.shape_known = true;
             v.data.reset();
-            out_elems += numel(out[k].shape);
         }
         // Shape and Size need only the input's shape.
         const bool shape_only = n.op == ir::Op::Shape || n.op == ir::Op::Size;

@@ -1,6 +1,7 @@
 #include "plan/plan_writer.hpp"
 
 #include "plan/plan_fields.hpp"
+#include "stof/atomic_write.hpp"
 #include "stof/error.hpp"
 #include "stof/plan_format.hpp"
 #include "stof/version.hpp"
@@ -198,17 +199,7 @@ std::string serialize_plan(const Plan& p) {
 void write_plan(const Plan& p, const std::string& path) {
     validate(p);
     const std::string bytes = serialize_plan(p);
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-        STOF_CHECK(f.good(), "cannot write plan file '{}'", tmp);
-        f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-        f.close();
-        STOF_CHECK(f.good(), "cannot write plan file '{}' (disk full?)", tmp);
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    STOF_CHECK(!ec, "cannot move '{}' to '{}': {}", tmp, path, ec.message());
+    write_file_atomically(path, bytes, "plan file");
 }
 
 }  // namespace stof::plan
