@@ -71,11 +71,12 @@ plan::Plan compile_model(ir::Graph& g, CompileOptions opt) {
         return fusion::search(g, ev, opt.search);
     }();
     const fusion::FusionPlan& fp = found.plan;
-    spdlog::info("fusion: {} of {} moves taken, {} kernels tuned, {} segment timings ({}); whole plan: initial scheme {:.1f} us, "
-                 "after stage 1 {:.1f} us, after stage 2 {:.1f} us{}",
-                 std::count_if(found.moves.begin(), found.moves.end(), [](const fusion::MoveRecord& m) { return m.taken; }),
-                 found.moves.size(), found.kernels.size(), found.evaluations, ev.source(), found.initial_us, found.stage1_us,
-                 found.final_us, found.kept ? "" : " (slower: the initial scheme is kept)");
+    spdlog::info(
+        "fusion: {} of {} moves taken, {} kernels tuned, {} segment timings ({}); whole plan: initial scheme {:.1f} us, "
+        "after stage 1 {:.1f} us, after stage 2 {:.1f} us{}",
+        std::count_if(found.moves.begin(), found.moves.end(), [](const fusion::MoveRecord& m) { return m.taken; }),
+        found.moves.size(), found.kernels.size(), found.evaluations, ev.source(), found.initial_us, found.stage1_us,
+        found.final_us, found.kept ? "" : " (slower: the initial scheme is kept)");
     if (opt.pipeline.dump_after == "all" || opt.pipeline.dump_after == kPartitionStage)
         std::fprintf(stdout, "%s\n", fusion::to_text(g, fp).c_str());
     plan::Plan p = [&] {

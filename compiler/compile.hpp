@@ -11,7 +11,7 @@
 namespace stof {
 
 struct CompileOptions {
-    PipelineOptions pipeline;   // pipeline.pass.plan_precision is set from lower.precision
+    PipelineOptions pipeline;  // pipeline.pass.plan_precision is set from lower.precision
     fusion::SearchOptions search;
     codegen::LowerOptions lower;
     fusion::Evaluator* evaluator = nullptr;  // what times the search's candidates (null: the offline cost model)

@@ -45,8 +45,7 @@ void run_pipeline(ir::Graph& g, const PipelineOptions& opt) {
             found = found || opt.dump_after == p.name;
             names += (names.empty() ? "" : ", ") + std::string(p.name);
         }
-        STOF_CHECK(found, "--dump-after={}: no such pass (passes: {}; then {}; or all)", opt.dump_after, names,
-                   kPartitionStage);
+        STOF_CHECK(found, "--dump-after={}: no such pass (passes: {}; then {}; or all)", opt.dump_after, names, kPartitionStage);
     }
     for (const PassInfo& p : passes) {
         const auto t0 = std::chrono::steady_clock::now();

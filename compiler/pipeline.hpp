@@ -11,7 +11,7 @@
 namespace stof {
 
 struct PassInfo {
-    const char* name;    // as used by --dump-after
+    const char* name;  // as used by --dump-after
     void (*run)(ir::Graph&, const PassOptions&);
     const char* reason;  // why it runs where it does
 };

@@ -13,11 +13,11 @@
 #include <vector>
 
 // Requires a CUDA runtime call to succeed, naming the call and the error.
-#define CUDA_REQUIRE(expr)                                                                \
-    do {                                                                                  \
-        const cudaError_t cuda_err_ = (expr);                                             \
+#define CUDA_REQUIRE(expr)                                                                          \
+    do {                                                                                            \
+        const cudaError_t cuda_err_ = (expr);                                                       \
         INFO(#expr << ": " << cudaGetErrorName(cuda_err_) << " " << cudaGetErrorString(cuda_err_)); \
-        REQUIRE(cuda_err_ == cudaSuccess);                                                \
+        REQUIRE(cuda_err_ == cudaSuccess);                                                          \
     } while (0)
 
 namespace stof::test {
@@ -42,7 +42,8 @@ struct DeviceBuffer {
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
     ~DeviceBuffer() {
         if (ptr == nullptr) return;
-        if (const cudaError_t e = cudaFree(ptr); e != cudaSuccess) std::fprintf(stderr, "cudaFree failed: %s\n", cudaGetErrorString(e));
+        if (const cudaError_t e = cudaFree(ptr); e != cudaSuccess)
+            std::fprintf(stderr, "cudaFree failed: %s\n", cudaGetErrorString(e));
     }
     template <class T> T* as() const { return static_cast<T*>(ptr); }
 };
@@ -63,12 +64,12 @@ template <class T> std::vector<T> download(const void* src, size_t count) {
 }  // namespace stof::test
 
 // First statement of a [gpu] test: skip it where no GPU is present.
-#define STOF_REQUIRE_GPU()                                                  \
-    do {                                                                    \
-        std::string stof_why_;                                              \
-        if (!::stof::test::gpu_available(&stof_why_)) {                     \
-            std::printf("STOF-SKIP: %s\n", stof_why_.c_str());              \
-            std::fflush(stdout);                                            \
-            return;                                                         \
-        }                                                                   \
+#define STOF_REQUIRE_GPU()                                     \
+    do {                                                       \
+        std::string stof_why_;                                 \
+        if (!::stof::test::gpu_available(&stof_why_)) {        \
+            std::printf("STOF-SKIP: %s\n", stof_why_.c_str()); \
+            std::fflush(stdout);                               \
+            return;                                            \
+        }                                                      \
     } while (0)

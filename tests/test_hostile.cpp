@@ -171,7 +171,8 @@ TEST_CASE("hostile sizes: every product of dimensions is checked (class 1)", "[c
     reshape.node("Reshape", {"x", "shape"}, {"y"});
     reshape.output("y");
     require_refusal(test::run_stofc({"ir", save(dir, "reshape.onnx", reshape.bytes())}), "more than stofc handles");
-    const std::string expand = save(dir, "expand.onnx", model_through("Expand", {{"v", floats({1})}, {"shape", test::ints({3, kWraps})}}));
+    const std::string expand = save(dir, "expand.onnx",
+                                    model_through("Expand", {{"v", floats({1})}, {"shape", test::ints({3, kWraps})}}));
     require_refusal(test::run_stofc({"ir", expand}), "more elements than stofc handles");
 
     // A .npy header for a symbolic input, and a file: mask header.
@@ -201,8 +202,7 @@ TEST_CASE("hostile external data: links may not leave the model's folder (class 
     require_refusal(test::run_stofc({"ir", save(model_dir, "dir_link.onnx", external_model("sub/secret.bin"))}),
                     "outside the model's folder");
     std::filesystem::create_directories(model_dir + "/folder");
-    require_refusal(test::run_stofc({"ir", save(model_dir, "dir.onnx", external_model("folder"))}),
-                    "is not a regular file");
+    require_refusal(test::run_stofc({"ir", save(model_dir, "dir.onnx", external_model("folder"))}), "is not a regular file");
     // A link that stays inside is followed.
     save(model_dir, "real.bin", std::string(8, '\x11'));
     std::filesystem::create_symlink("real.bin", model_dir + "/inside.bin");
@@ -269,9 +269,12 @@ TEST_CASE("hostile memory: small inputs cannot ask for large allocations (class 
     require_refusal(test::run_stofc({"inspect", huge}), "not a stofc plan file");
 
     // 100-byte bombs: 10^12 elements from Expand, ConstantOfShape, Range and Resize.
-    const std::string expand = save(dir, "expand.onnx", model_through("Expand", {{"v", floats({1})}, {"shape", test::ints({1000000, 1000000, 1})}}));
+    const std::string expand = save(
+        dir, "expand.onnx", model_through("Expand", {{"v", floats({1})}, {"shape", test::ints({1000000, 1000000, 1})}}));
     const std::string cos = save(dir, "cos.onnx", model_through("ConstantOfShape", {{"shape", test::ints({1000000, 1000000})}}));
-    const std::string range = save(dir, "range.onnx", model_through("Range", {{"a", scalar_i64(0)}, {"b", scalar_i64(1000000000000)}, {"d", scalar_i64(1)}}));
+    const std::string range = save(
+        dir, "range.onnx",
+        model_through("Range", {{"a", scalar_i64(0)}, {"b", scalar_i64(1000000000000)}, {"d", scalar_i64(1)}}));
     OnnxBuilder resize;
     resize.input("x", kF32, {1, 1, 2, 2});
     resize.initializer("roi", floats({}));
@@ -311,7 +314,8 @@ TEST_CASE("hostile requests: nothing is ignored or answered silently wrong (clas
     require_refusal(test::run_stofc({"ir", save(dir, "conv.onnx", conv.bytes())}), "op 'Conv' has no attribute 'stirdes'");
 
     const std::string att = save(dir, "attention.onnx", attention_model());
-    require_refusal(test::run_stofc({"ir", att, "--mask", "7=causal"}), "the model has 1 attention layer (0-0), none numbered 7");
+    require_refusal(test::run_stofc({"ir", att, "--mask", "7=causal"}),
+                    "the model has 1 attention layer (0-0), none numbered 7");
     const test::ToolResult ok = test::run_stofc({"ir", att, "--mask", "0=causal"});
     INFO(ok.err);
     CHECK(ok.rc == 0);
@@ -395,8 +399,7 @@ TEST_CASE("hostile names: names from files reach the terminal escaped (class 8)"
     CHECK(e.err.find('\x1b') == std::string::npos);
 }
 
-TEST_CASE("hostile outputs: an unwritable --output-dir and a failed plan write are clear errors (class 8)",
-          "[cpu][hostile]") {
+TEST_CASE("hostile outputs: an unwritable --output-dir and a failed plan write are clear errors (class 8)", "[cpu][hostile]") {
     const std::string dir = test::fresh_dir("hostile/outputs");
     const std::string model = save(dir, "relu.onnx", symbolic_model());
     const std::string in = save(dir, "x.npy", serialize_npy(Tensor(DType::f32, {2, 4})));
@@ -406,8 +409,8 @@ TEST_CASE("hostile outputs: an unwritable --output-dir and a failed plan write a
 
     // A full disk while the plan is written (a file size limit): an error, and no temporary file left.
     const std::string out_dir = test::fresh_dir("hostile/outputs/plan");
-    const std::vector<std::string> args{"compile", "--offline", model, "-o", out_dir + "/relu.plan", "--shape", "batch=2",
-                                        kCache, cache_dir()};
+    const std::vector<std::string> args{"compile", "--offline", model,  "-o",       out_dir + "/relu.plan",
+                                        "--shape", "batch=2",   kCache, cache_dir()};
     REQUIRE(test::run_stofc(args).rc == 0);  // warms the kernel cache: only the plan is written below
     std::filesystem::remove(out_dir + "/relu.plan");
     test::Limits small;

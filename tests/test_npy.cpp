@@ -44,16 +44,21 @@ std::string npy_with_header(const std::string& dict, size_t data_bytes) {
 
 TEST_CASE("npy rejects what it cannot read and says why", "[cpu][npy]") {
     test::require_error([] { parse_npy("hello world", "x.npy"); }, "not a .npy file");
-    test::require_error([] { parse_npy(npy_with_header("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", 8), "x.npy"); },
-                        "not supported");
-    test::require_error([] { parse_npy(npy_with_header("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", 16), "x.npy"); },
-                        "'<c8' is not supported");
-    test::require_error([] { parse_npy(npy_with_header("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", 16), "x.npy"); },
-                        "not supported");
-    test::require_error([] { parse_npy(npy_with_header("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", 16), "x.npy"); },
-                        "Fortran order");
-    test::require_error([] { parse_npy(npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 20), "x.npy"); },
-                        "needs 24");
+    test::require_error(
+        [] { parse_npy(npy_with_header("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", 8), "x.npy"); },
+        "not supported");
+    test::require_error(
+        [] { parse_npy(npy_with_header("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", 16), "x.npy"); },
+        "'<c8' is not supported");
+    test::require_error(
+        [] { parse_npy(npy_with_header("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", 16), "x.npy"); },
+        "not supported");
+    test::require_error(
+        [] { parse_npy(npy_with_header("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", 16), "x.npy"); },
+        "Fortran order");
+    test::require_error(
+        [] { parse_npy(npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 20), "x.npy"); },
+        "needs 24");
     std::string bad_bool = npy_with_header("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", 2);
     bad_bool.back() = '\x05';
     test::require_error([&] { parse_npy(bad_bool, "x.npy"); }, "bool array");
@@ -68,11 +73,11 @@ TEST_CASE("f16 and bf16 conversions round to nearest even", "[cpu][dtype]") {
         if (f != f) continue;  // NaN payloads need not round trip
         REQUIRE(f32_to_f16(f) == h);
     }
-    CHECK(f32_to_f16(65520.0f) == 0x7c00);          // rounds to inf
-    CHECK(f32_to_f16(65519.0f) == 0x7bff);          // largest finite half
+    CHECK(f32_to_f16(65520.0f) == 0x7c00);            // rounds to inf
+    CHECK(f32_to_f16(65519.0f) == 0x7bff);            // largest finite half
     CHECK(f32_to_f16(1.0f + 1.0f / 2048) == 0x3c00);  // tie to even (down)
     CHECK(f32_to_f16(1.0f + 3.0f / 2048) == 0x3c02);  // tie to even (up)
-    CHECK(f32_to_f16(5.96e-8f) == 0x0001);          // smallest subnormal
+    CHECK(f32_to_f16(5.96e-8f) == 0x0001);            // smallest subnormal
     CHECK(bf16_to_f32(f32_to_bf16(1.5f)) == 1.5f);
     CHECK(f32_to_bf16(1.0f + 1.0f / 256) == 0x3f80);  // tie to even
 }

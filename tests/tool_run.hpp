@@ -11,13 +11,13 @@
 namespace stof::test {
 
 struct Limits {
-    double seconds = 30;                       // wall clock; the child is killed after it
+    double seconds = 30;                        // wall clock; the child is killed after it
     uint64_t memory_bytes = uint64_t{4} << 30;  // RLIMIT_AS
-    uint64_t file_bytes = 0;                   // RLIMIT_FSIZE when nonzero (a full disk)
+    uint64_t file_bytes = 0;                    // RLIMIT_FSIZE when nonzero (a full disk)
 };
 
 struct ToolResult {
-    int rc = -1;        // exit status, or 128 + signal
+    int rc = -1;  // exit status, or 128 + signal
     bool timed_out = false;
     double seconds = 0;
     std::string out, err;  // stdout, stderr

@@ -77,12 +77,11 @@ void run_compile(const CompileArgs& a) {
     STOF_CHECK(a.tune_budget >= 0, "--tune-budget must be a positive number of seconds");
 
     // Default: <model stem>.plan in the current directory; never the model itself.
-    const std::string output =
-        a.output.empty() ? std::filesystem::path(a.model).stem().string() + ".plan" : a.output;
+    const std::string output = a.output.empty() ? std::filesystem::path(a.model).stem().string() + ".plan" : a.output;
     check_output_file(output, "-o");
     std::error_code ec;
-    STOF_CHECK(!std::filesystem::equivalent(output, a.model, ec),
-               "-o {} names the input model {}: the plan would overwrite it", output, a.model);
+    STOF_CHECK(!std::filesystem::equivalent(output, a.model, ec), "-o {} names the input model {}: the plan would overwrite it",
+               output, a.model);
 
     ir::Graph g = import_onnx_file(a.model);
     spdlog::info("imported {}: {} nodes, opset {}", a.model, g.nodes.size(), g.opset);
@@ -119,24 +118,27 @@ void run_compile(const CompileArgs& a) {
         id.nvrtc = codegen::nvrtc_version();
         id.stofc = kVersion;
         id.templates = tune::templates_hash();
-        const tune::TuneCache cache = tune::TuneCache::for_arch(a.cache_dir.empty() ? codegen::default_cache_dir() : a.cache_dir, id, arch);
+        const tune::TuneCache cache = tune::TuneCache::for_arch(
+            a.cache_dir.empty() ? codegen::default_cache_dir() : a.cache_dir, id, arch);
         std::map<std::string, fusion::MeasuredTime> measured;
         for (const auto& [key, r] : cache.records()) measured[key] = {r.us, r.bytes, r.kind};
         model = std::make_unique<fusion::CostModel>(opt.lower.precision);
         model->use_measurements(std::move(measured));
         opt.evaluator = model.get();
-        spdlog::info("fusion decided by the cost model ({}){}", no_tuning.empty() ? "--tune off" : no_tuning,
-                     cache.records().empty() ? "" : fmt::format(", with {} times measured on {} GPUs", cache.records().size(), arch));
+        spdlog::info(
+            "fusion decided by the cost model ({}){}", no_tuning.empty() ? "--tune off" : no_tuning,
+            cache.records().empty() ? "" : fmt::format(", with {} times measured on {} GPUs", cache.records().size(), arch));
     }
     const plan::Plan p = compile_model(g, opt);
     if (gpu) {
         progress->finish();
         gpu->save_cache();
         const tune::EvaluatorStats& st = gpu->stats();
-        spdlog::info("tuning: {} measured, {} from the tuning cache, {} rejected (wrong output), {} failed; lowering {:.1f} s, "
-                     "measuring {:.1f} s (loading plans {:.1f} s), checking outputs {:.1f} s, whole plans {:.1f} s",
-                     st.measured, st.from_cache, st.rejected, st.failed, st.lowering_s, st.measuring_s, st.loading_s,
-                     st.checking_s, st.whole_plans_s);
+        spdlog::info(
+            "tuning: {} measured, {} from the tuning cache, {} rejected (wrong output), {} failed; lowering {:.1f} s, "
+            "measuring {:.1f} s (loading plans {:.1f} s), checking outputs {:.1f} s, whole plans {:.1f} s",
+            st.measured, st.from_cache, st.rejected, st.failed, st.lowering_s, st.measuring_s, st.loading_s, st.checking_s,
+            st.whole_plans_s);
     }
     {
         ProgressPhase phase(fmt::format("writing {}", output));
@@ -148,8 +150,8 @@ void run_compile(const CompileArgs& a) {
     std::string summary;
     for (const auto& [k, c] : kinds) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", c, k);
     fmt::print("wrote {} ({:.1f} MB): {} steps ({}), {} kernels, {} precision, {}, {:.1f} s\n", output,
-               static_cast<double>(std::filesystem::file_size(output)) / 1e6, p.steps.size(), summary, p.kernels.size(), a.precision, arch,
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+               static_cast<double>(std::filesystem::file_size(output)) / 1e6, p.steps.size(), summary, p.kernels.size(),
+               a.precision, arch, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
 }  // namespace
@@ -159,8 +161,9 @@ void add_compile_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("compile", "Compile an ONNX model into a plan file");
     cmd->add_option("model", args->model, "ONNX model file")->required()->check(CLI::ExistingFile);
     cmd->add_option("-o,--output", args->output, "Plan file to write (default: <model name>.plan in the current directory)");
-    cmd->add_option("--shape", args->shapes, "Input shape NAME=DIMS (input_ids=2x128) or symbolic dimension DIM=N (batch=2) "
-                                             "(repeatable; needed for every symbolic input dimension)");
+    cmd->add_option("--shape", args->shapes,
+                    "Input shape NAME=DIMS (input_ids=2x128) or symbolic dimension DIM=N (batch=2) "
+                    "(repeatable; needed for every symbolic input dimension)");
     cmd->add_option("--mask", args->masks, kMaskHelp);
     cmd->add_option("--attention-kernel", args->attention_kernel,
                     "Sparse attention kernel: auto (the analytical selector), block-wise or row-wise")

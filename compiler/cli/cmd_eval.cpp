@@ -98,7 +98,8 @@ void add_eval_command(CLI::App& app) {
     cmd->add_option("--input,-i", args->inputs, "Input tensor, NAME=FILE.npy (repeatable)");
     cmd->add_option("--dump-dir", args->dump_dir, "Write every intermediate value to DIR/<name>.npy");
     cmd->add_option("--inputs-dir", args->inputs_dir, "Directory with <input>.npy for inputs not given by --input");
-    cmd->add_option("--shape", args->shapes, "Input shape NAME=DIMS (input_ids=2x128) or symbolic dimension DIM=N (batch=2) (must match the files)");
+    cmd->add_option("--shape", args->shapes,
+                    "Input shape NAME=DIMS (input_ids=2x128) or symbolic dimension DIM=N (batch=2) (must match the files)");
     cmd->add_option("--mask", args->masks, kMaskHelp);
     cmd->add_option("--output-dir,-o", args->output_dir, "Write every output to DIR/<output>.npy");
     cmd->add_option("--expect", args->expects, "Expected output NAME=FILE.npy (repeatable)");

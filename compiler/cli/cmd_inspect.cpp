@@ -44,7 +44,8 @@ std::string step_detail(const plan::Plan& p, const plan::Step& s) {
             std::string args;
             for (const plan::Arg& a : l.args) {
                 if (!args.empty()) args += ", ";
-                if (a.kind == plan::ParamKind::pointer) args += tensor_name(p, a.tensor) + (a.byte_offset ? fmt::format("+{}", a.byte_offset) : "");
+                if (a.kind == plan::ParamKind::pointer)
+                    args += tensor_name(p, a.tensor) + (a.byte_offset ? fmt::format("+{}", a.byte_offset) : "");
                 else if (a.kind == plan::ParamKind::f32) args += fmt::format("{}", a.f);
                 else args += fmt::format("{}", a.i);
             }
@@ -54,21 +55,20 @@ std::string step_detail(const plan::Plan& p, const plan::Step& s) {
         case plan::StepKind::gemm: {
             const plan::GemmStep& g = s.gemm;
             return fmt::format("{} = {}{} x {}{} m={} n={} k={} batch={} alpha={} beta={}{} epilogue {}", tensor_name(p, g.d),
-                               tensor_name(p, g.a), g.trans_a ? "^T" : "", tensor_name(p, g.b), g.trans_b ? "^T" : "", g.m,
-                               g.n, g.k, g.batch, g.alpha, g.beta, g.c >= 0 ? " c=" + tensor_name(p, g.c) : "",
+                               tensor_name(p, g.a), g.trans_a ? "^T" : "", tensor_name(p, g.b), g.trans_b ? "^T" : "", g.m, g.n,
+                               g.k, g.batch, g.alpha, g.beta, g.c >= 0 ? " c=" + tensor_name(p, g.c) : "",
                                plan::epilogue_name(g.epilogue));
         }
         case plan::StepKind::attention: {
             const plan::AttentionStep& a = s.attention;
             // name[+byte offset](stride_b,stride_h,stride_s)
             const auto operand = [&](const plan::AttentionOperand& o) {
-                return fmt::format("{}{}({},{},{})", tensor_name(p, o.tensor), o.byte_offset ? fmt::format("+{}", o.byte_offset) : "",
-                                   o.stride_b, o.stride_h, o.stride_s);
+                return fmt::format("{}{}({},{},{})", tensor_name(p, o.tensor),
+                                   o.byte_offset ? fmt::format("+{}", o.byte_offset) : "", o.stride_b, o.stride_h, o.stride_s);
             };
             return fmt::format("{} = attention(q={}, k={}, v={}) batch={} heads={}/{} seq={}x{} head_dim={} mask {}{}{}",
-                               operand(a.o), operand(a.q), operand(a.k), operand(a.v), a.batch, a.heads, a.kv_heads,
-                               a.seq_q, a.seq_k, a.head_dim, a.mask,
-                               a.key_valid >= 0 ? " key_valid=" + tensor_name(p, a.key_valid) : "",
+                               operand(a.o), operand(a.q), operand(a.k), operand(a.v), a.batch, a.heads, a.kv_heads, a.seq_q,
+                               a.seq_k, a.head_dim, a.mask, a.key_valid >= 0 ? " key_valid=" + tensor_name(p, a.key_valid) : "",
                                a.bias >= 0 ? " bias=" + tensor_name(p, a.bias) : "");
         }
         case plan::StepKind::key_valid:
@@ -126,17 +126,20 @@ nlohmann::json to_json(const plan::Plan& p) {
     using nlohmann::json;
     json j;
     j["format_version"] = plan::kFormatVersion;
-    j["meta"] = {{"model", p.meta.model},         {"stofc_version", p.meta.stofc_version},
-                 {"target_arch", p.meta.target_arch}, {"nvrtc_version", p.meta.nvrtc_version},
-                 {"precision", p.meta.precision}, {"created", p.meta.created},
+    j["meta"] = {{"model", p.meta.model},
+                 {"stofc_version", p.meta.stofc_version},
+                 {"target_arch", p.meta.target_arch},
+                 {"nvrtc_version", p.meta.nvrtc_version},
+                 {"precision", p.meta.precision},
+                 {"created", p.meta.created},
                  {"notes", p.meta.notes}};
     j["arena_bytes"] = p.arena_bytes;
     j["weights_bytes"] = p.weights.size();
     json tensors = json::array();
     for (const plan::TensorDesc& t : p.tensors) {
-        json e = {{"name", t.name},       {"dtype", dtype_name(t.dtype)},   {"shape", t.shape},
-                  {"buffer", buffer_name(t.buffer)}, {"offset", t.offset}, {"bytes", t.bytes()},
-                  {"role", role_name(t.role)}};
+        json e = {
+            {"name", t.name},     {"dtype", dtype_name(t.dtype)}, {"shape", t.shape},         {"buffer", buffer_name(t.buffer)},
+            {"offset", t.offset}, {"bytes", t.bytes()},           {"role", role_name(t.role)}};
         if (t.role == plan::TensorRole::input && t.int_lo <= t.int_hi) e["int_range"] = {t.int_lo, t.int_hi};
         tensors.push_back(e);
     }
@@ -205,16 +208,17 @@ void print_text(const std::string& path, const plan::Plan& p) {
     std::string out;
     const auto o = std::back_inserter(out);
     fmt::format_to(o, "plan {} (format version {})\n", path, plan::kFormatVersion);
-    fmt::format_to(o, "meta\n  model          {}\n  stofc version  {}\n  target arch    {}\n  nvrtc version  {}\n"
-               "  precision      {}\n  created        {}\n  notes          {}\n",
-               p.meta.model, p.meta.stofc_version, p.meta.target_arch, p.meta.nvrtc_version, p.meta.precision,
-               p.meta.created, p.meta.notes);
+    fmt::format_to(o,
+                   "meta\n  model          {}\n  stofc version  {}\n  target arch    {}\n  nvrtc version  {}\n"
+                   "  precision      {}\n  created        {}\n  notes          {}\n",
+                   p.meta.model, p.meta.stofc_version, p.meta.target_arch, p.meta.nvrtc_version, p.meta.precision,
+                   p.meta.created, p.meta.notes);
     fmt::format_to(o, "tensors: {} (arena {}, weights {})\n", p.tensors.size(), human_bytes(p.arena_bytes),
-               human_bytes(p.weights.size()));
+                   human_bytes(p.weights.size()));
     for (size_t i = 0; i < p.tensors.size(); ++i) {
         const plan::TensorDesc& t = p.tensors[i];
         fmt::format_to(o, "  {:>4}  {:<12} {}{:<16} {:<7} @{:<10} {:>10}  {}\n", i, role_name(t.role), dtype_name(t.dtype),
-                   shape_str(t.shape), buffer_name(t.buffer), t.offset, human_bytes(t.bytes()), t.name);
+                       shape_str(t.shape), buffer_name(t.buffer), t.offset, human_bytes(t.bytes()), t.name);
     }
     fmt::format_to(o, "masks: {}\n", p.masks.size());
     for (size_t i = 0; i < p.masks.size(); ++i) {
@@ -226,8 +230,8 @@ void print_text(const std::string& path, const plan::Plan& p) {
                                   st.empty_tiles, st.full_tiles, st.partial_tiles);
         }
         fmt::format_to(o, "  {:>4}  {}  {}x{} tile {}x{} patterns {}x{}  {}\n        kernel {} ({})\n", i, p.masks[i].spec,
-                   m.rows, m.cols, m.tile_m, m.tile_n, m.mask_batch, m.mask_heads, pattern, mask_kernel(p, i),
-                   p.masks[i].kernel_reason);
+                       m.rows, m.cols, m.tile_m, m.tile_n, m.mask_batch, m.mask_heads, pattern, mask_kernel(p, i),
+                       p.masks[i].kernel_reason);
     }
     fmt::format_to(o, "kernels: {}\n", p.kernels.size());
     for (size_t i = 0; i < p.kernels.size(); ++i) {
@@ -235,19 +239,20 @@ void print_text(const std::string& path, const plan::Plan& p) {
         std::string params;
         for (plan::ParamKind pk : k.params) params += (params.empty() ? "" : ",") + std::string(param_name(pk));
         fmt::format_to(o, "  {:>4}  {}  entry {}  arch {}  cubin {}  ptx {}  params ({})\n", i, k.key, k.entry,
-                   k.arch.empty() ? "-" : k.arch, human_bytes(k.cubin.size()), human_bytes(k.ptx.size()), params);
+                       k.arch.empty() ? "-" : k.arch, human_bytes(k.cubin.size()), human_bytes(k.ptx.size()), params);
     }
     fmt::format_to(o, "segments: {}\n", p.segments.size());
     for (size_t i = 0; i < p.segments.size(); ++i) {
         const plan::SegmentInfo& s = p.segments[i];
         fmt::format_to(o, "  {:>4}  {:<12} {:<16} {:<22} {:<8} {:>10}  [{}]{}\n", i, s.kind, s.templ, s.config, s.source,
-                   s.time_us >= 0 ? fmt::format("{:.2f} us", s.time_us) : "-", s.nodes, s.moves.empty() ? "" : "\n        by " + s.moves);
+                       s.time_us >= 0 ? fmt::format("{:.2f} us", s.time_us) : "-", s.nodes,
+                       s.moves.empty() ? "" : "\n        by " + s.moves);
     }
     fmt::format_to(o, "steps: {}\n", p.steps.size());
     for (size_t i = 0; i < p.steps.size(); ++i) {
         const plan::Step& s = p.steps[i];
-        fmt::format_to(o, "  {:>4}  {:<16} {:<28} {}{}\n", i, plan::step_label(s), plan::step_kernel_name(p, s), step_detail(p, s),
-                   s.nodes.empty() ? "" : "  [" + s.nodes + "]");
+        fmt::format_to(o, "  {:>4}  {:<16} {:<28} {}{}\n", i, plan::step_label(s), plan::step_kernel_name(p, s),
+                       step_detail(p, s), s.nodes.empty() ? "" : "  [" + s.nodes + "]");
     }
     fmt::print("{}", printable(out, true));
 }

@@ -23,7 +23,8 @@ void add_ir_command(CLI::App& app) {
     auto args = std::make_shared<IrArgs>();
     CLI::App* cmd = app.add_subcommand("ir", "Print a model's IR after the compiler passes");
     cmd->add_option("model", args->model, "ONNX model file")->required()->check(CLI::ExistingFile);
-    cmd->add_option("--shape", args->shapes, "Input shape NAME=DIMS (input_ids=2x128) or symbolic dimension DIM=N (batch=2) (repeatable)");
+    cmd->add_option("--shape", args->shapes,
+                    "Input shape NAME=DIMS (input_ids=2x128) or symbolic dimension DIM=N (batch=2) (repeatable)");
     cmd->add_option("--mask", args->masks, kMaskHelp);
     cmd->add_option("--precision", args->precision,
                     "Plan precision the passes prepare for (decides which attention blocks stay on the sparse kernels)")

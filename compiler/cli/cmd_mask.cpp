@@ -39,8 +39,8 @@ void run_mask(const MaskArgs& a) {
         const auto t0 = std::chrono::steady_clock::now();
         m = build_mask(spec, a.seq, seq_k, tile_m, tile_n, a.heads, a.batch);
         times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    } while (a.time && (times.size() < 3 || (times.size() < 20 &&
-                                             std::chrono::steady_clock::now() - t_start < std::chrono::seconds(2))));
+    } while (a.time &&
+             (times.size() < 3 || (times.size() < 20 && std::chrono::steady_clock::now() - t_start < std::chrono::seconds(2))));
     std::sort(times.begin(), times.end());
     const double t_min = times.front(), t_median = times[times.size() / 2];
 
@@ -62,7 +62,8 @@ void run_mask(const MaskArgs& a) {
         j["tiles"] = {{"empty", st.empty_tiles}, {"full", st.full_tiles}, {"partial", st.partial_tiles}, {"total", tiles}};
         j["rho"] = st.rho;
         j["kernel"] = k.kernel_name();
-        j["selector"] = {{"tau", k.tau}, {"bound", std::isinf(k.bound) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(k.bound)},
+        j["selector"] = {{"tau", k.tau},
+                         {"bound", std::isinf(k.bound) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(k.bound)},
                          {"reason", k.reason}};
         j["build_ms"] = {{"min", t_min}, {"median", t_median}, {"runs", times.size()}};
         if (!a.png.empty()) j["png"] = a.png;
@@ -89,13 +90,18 @@ void add_mask_command(CLI::App& app) {
     auto args = std::make_shared<MaskArgs>();
     CLI::App* cmd = app.add_subcommand("mask", "Build an attention mask spec into the sparse format and describe it");
     cmd->add_option("spec", args->spec, std::string("Mask spec: ") + mask_spec_forms())->required();
-    cmd->add_option("--seq", args->seq, "Query sequence length (and key length unless --seq-k)")->required()->check(CLI::Range(int64_t{1}, int64_t{2147483647}));
-    cmd->add_option("--seq-k", args->seq_k, "Key sequence length (default: --seq)")->check(CLI::Range(int64_t{1}, int64_t{2147483647}));
+    cmd->add_option("--seq", args->seq, "Query sequence length (and key length unless --seq-k)")
+        ->required()
+        ->check(CLI::Range(int64_t{1}, int64_t{2147483647}));
+    cmd->add_option("--seq-k", args->seq_k, "Key sequence length (default: --seq)")
+        ->check(CLI::Range(int64_t{1}, int64_t{2147483647}));
     cmd->add_option("--tile", args->tile, "Outer tile size for both sides (multiple of 8, 8..256)")->capture_default_str();
     cmd->add_option("--tile-m", args->tile_m, "Outer tile rows (default: --tile)");
     cmd->add_option("--tile-n", args->tile_n, "Outer tile columns (default: --tile)");
-    cmd->add_option("--heads", args->heads, "Attention heads that file: masks must match (default: any)")->check(CLI::NonNegativeNumber);
-    cmd->add_option("--batch", args->batch, "Batch size that file: masks must match (default: any)")->check(CLI::NonNegativeNumber);
+    cmd->add_option("--heads", args->heads, "Attention heads that file: masks must match (default: any)")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--batch", args->batch, "Batch size that file: masks must match (default: any)")
+        ->check(CLI::NonNegativeNumber);
     cmd->add_flag("--json", args->json, "Print the description as JSON");
     cmd->add_option("--png", args->png, "Write a picture of the mask (first pattern) to FILE");
     cmd->add_flag("--time", args->time, "Build repeatedly and report the min and median build time");

@@ -3,7 +3,6 @@
 #include "cli/commands.hpp"
 #include "tune/measure.hpp"
 
-
 namespace stof::cli {
 
 void add_tune_worker_command(CLI::App& app) {

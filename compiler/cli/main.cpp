@@ -11,8 +11,9 @@
 int main(int argc, char** argv) {
     CLI::App app{"stofc: ahead-of-time compiler for sparse Transformer inference on NVIDIA GPUs"};
     int verbosity = 0;
-    app.add_flag("-v,--verbose", verbosity, "More log output (-v debug, -vv trace), before or after the command; or set "
-                                            "STOF_LOG");
+    app.add_flag("-v,--verbose", verbosity,
+                 "More log output (-v debug, -vv trace), before or after the command; or set "
+                 "STOF_LOG");
     app.require_subcommand(1);
     app.fallthrough();  // -v after the command name too
     stof::cli::add_compile_command(app);

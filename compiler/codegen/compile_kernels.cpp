@@ -45,7 +45,8 @@ void compile_kernels(LowerState& st, const LowerOptions& opt) {
         ++job;
     }
     if (opt.on_kernel_source)
-        for (size_t k = 0; k < st.plan.kernels.size(); ++k) opt.on_kernel_source(st.plan.kernels[k].key, st.jobs[job_of_kernel[k]].source);
+        for (size_t k = 0; k < st.plan.kernels.size(); ++k)
+            opt.on_kernel_source(st.plan.kernels[k].key, st.jobs[job_of_kernel[k]].source);
     if (!opt.nvrtc) return;
     const std::string cache = opt.cache_dir.empty() ? default_cache_dir() : opt.cache_dir;
     const size_t total = st.plan.kernels.size();
@@ -70,7 +71,8 @@ void compile_kernels(LowerState& st, const LowerOptions& opt) {
     };
     ProgressPhase phase(fmt::format("compiling {} kernels with NVRTC for {}", total, opt.arch));
     std::vector<std::thread> pool;
-    for (unsigned t = 0; t < std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(total, 1))); ++t) pool.emplace_back(worker);
+    for (unsigned t = 0; t < std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(total, 1))); ++t)
+        pool.emplace_back(worker);
     for (std::thread& t : pool) t.join();
     for (const std::string& e : errors) STOF_CHECK(e.empty(), "{}", e);
     spdlog::log(level, "kernels: {} compiled for {}, {} from the cache ({})", total - cached, opt.arch, cached.load(), cache);

@@ -63,8 +63,9 @@ void emit_attention(LowerState& st, const ir::Node& n) {
         auto [it, fresh] = st.runtime_masks.try_emplace(n.inputs[3], -1);
         if (fresh) {
             const ir::Value& kv = g.value(n.inputs[3]);
-            STOF_CHECK(kv.dtype == DType::boolean && kv.shape.size() == 4, "{}: a run-time keep must be bool [1|B,1|H,Sq,Sk], not {} {}",
-                       n.label(), dtype_name(kv.dtype), shape_str(kv.shape));
+            STOF_CHECK(kv.dtype == DType::boolean && kv.shape.size() == 4,
+                       "{}: a run-time keep must be bool [1|B,1|H,Sq,Sk], not {} {}", n.label(), dtype_name(kv.dtype),
+                       shape_str(kv.shape));
             plan::MaskEntry e;
             e.spec = n.attrs.s("mask", "dense");
             e.runtime = true;
@@ -143,8 +144,8 @@ void emit_attention(LowerState& st, const ir::Node& n) {
             kv.label = "key_valid";
             kv.nodes = n.name;
             kv.key_valid.mask = st.tensor(n.inputs[5]);
-            kv.key_valid.words =
-                st.add_tensor(g.value(n.inputs[5]).name + "_key_valid", DType::i64, {B, (Sk + 63) / 64}, plan::TensorRole::intermediate);
+            kv.key_valid.words = st.add_tensor(g.value(n.inputs[5]).name + "_key_valid", DType::i64, {B, (Sk + 63) / 64},
+                                               plan::TensorRole::intermediate);
             kv.key_valid.batch = static_cast<int32_t>(B);
             kv.key_valid.seq = static_cast<int32_t>(Sk);
             it->second = kv.key_valid.words;

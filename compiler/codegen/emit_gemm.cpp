@@ -117,8 +117,9 @@ void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::No
     std::vector<const ir::Node*> nodes{&n};
     for (const ir::Node* e : epilogue_nodes) {
         nodes.push_back(e);
-        const ir::ValueId other =
-            e->op == ir::Op::Add ? (e->inputs[0] == nodes[nodes.size() - 2]->outputs[0] ? e->inputs[1] : e->inputs[0]) : ir::kNoValue;
+        const ir::ValueId other = e->op == ir::Op::Add
+                                      ? (e->inputs[0] == nodes[nodes.size() - 2]->outputs[0] ? e->inputs[1] : e->inputs[0])
+                                      : ir::kNoValue;
         if (other != ir::kNoValue && !g.value(other).data) {  // a residual: D = A·B (+ bias) + C
             gs.c = st.tensor(other);
             if (st.plan.tensors[static_cast<size_t>(gs.c)].dtype != compute) gs.c = emit_convert(st, gs.c, compute);

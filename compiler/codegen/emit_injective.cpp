@@ -49,9 +49,10 @@ void emit_injective(LowerState& st, const fusion::Segment& seg) {
 
     KernelBuilder kb;
     kb.line(fmt::format("typedef {} idx_t;", index_type(total)));
-    kb.line(fmt::format("for (idx_t i = (blockIdx.x * static_cast<idx_t>(blockDim.x) + threadIdx.x){0}; i < {1}; "
-                        "i += static_cast<idx_t>(gridDim.x) * blockDim.x{0}) {{",
-                        vec > 1 ? fmt::format(" * {}", vec) : "", total));
+    kb.line(
+        fmt::format("for (idx_t i = (blockIdx.x * static_cast<idx_t>(blockDim.x) + threadIdx.x){0}; i < {1}; "
+                    "i += static_cast<idx_t>(gridDim.x) * blockDim.x{0}) {{",
+                    vec > 1 ? fmt::format(" * {}", vec) : "", total));
     int64_t start = 0;
     for (size_t j = 0; j < seg.outputs.size(); ++j) {
         const ir::ValueId root = seg.outputs[j];
@@ -62,8 +63,9 @@ void emit_injective(LowerState& st, const fusion::Segment& seg) {
         std::string ind = "    ";
         std::string at = "i";
         if (seg.outputs.size() > 1) {  // this output's part of the range
-            kb.line(j == 0 ? fmt::format("    if (i < {}) {{", end)
-                           : j + 1 < seg.outputs.size() ? fmt::format("    }} else if (i < {}) {{", end) : "    } else {");
+            kb.line(j == 0                       ? fmt::format("    if (i < {}) {{", end)
+                    : j + 1 < seg.outputs.size() ? fmt::format("    }} else if (i < {}) {{", end)
+                                                 : "    } else {");
             ind = "        ";
             at = "j";
             kb.line(fmt::format("{}const idx_t j = i - {};", ind, start));
@@ -96,14 +98,14 @@ void emit_injective(LowerState& st, const fusion::Segment& seg) {
     KernelJob job;
     job.key = fmt::format("ew_{}_{}_n{}{}{}", dtype_name(dt), ops_tag(group), total, vec > 1 ? fmt::format("_v{}", vec) : "",
                           block != 256 ? fmt::format("_b{}", block) : "");
-    job.source = kb.source(job.key, fmt::format("__launch_bounds__({})", block),
-                           vec > 1 ? std::vector<std::string>{"stof/common.cuh", "stof/vector.cuh"} : std::vector<std::string>{"stof/common.cuh"});
+    job.source = kb.source(
+        job.key, fmt::format("__launch_bounds__({})", block),
+        vec > 1 ? std::vector<std::string>{"stof/common.cuh", "stof/vector.cuh"} : std::vector<std::string>{"stof/common.cuh"});
     job.params = kb.params();
     job.launch.args = kb.args();
     elementwise_launch(total / vec, job.launch, block, max_blocks);
-    const bool pure_layout = std::all_of(group.begin(), group.end(), [](const ir::Node* x) {
-        return ir::op_info(x->op).category == ir::Category::layout;
-    });
+    const bool pure_layout = std::all_of(group.begin(), group.end(),
+                                         [](const ir::Node* x) { return ir::op_info(x->op).category == ir::Category::layout; });
     st.add_launch(std::move(job), pure_layout ? "layout" : "elementwise", node_names(group));
 }
 
@@ -119,9 +121,10 @@ int32_t emit_copy_kernel(LowerState& st, int32_t tensor, DType to, const Shape& 
     KernelBuilder kb;
     const std::string po = kb.tensor(dst, to, true), pi = kb.tensor(tensor, src.dtype, false);
     kb.line(fmt::format("typedef {} idx_t;", index_type(n)));
-    kb.line(fmt::format("for (idx_t i = blockIdx.x * static_cast<idx_t>(blockDim.x) + threadIdx.x; i < {}; "
-                        "i += static_cast<idx_t>(gridDim.x) * blockDim.x) {{",
-                        n));
+    kb.line(
+        fmt::format("for (idx_t i = blockIdx.x * static_cast<idx_t>(blockDim.x) + threadIdx.x; i < {}; "
+                    "i += static_cast<idx_t>(gridDim.x) * blockDim.x) {{",
+                    n));
     kb.line(fmt::format("    stof::store({} + i, stof::{}({}[{}]));", po,
                         is_float(src.dtype) || is_float(to) ? "to_float" : "to_int", pi, index));
     kb.line("}");
@@ -166,10 +169,10 @@ int32_t emit_broadcast(LowerState& st, int32_t tensor, const Shape& shape) {
         inner *= shape[d];
         src_stride *= padded[d];
     }
-    return emit_copy_kernel(st, tensor, src.dtype, shape, index, "broadcast",
-                            fmt::format("broadcast_{}_{}_to_{}", dtype_name(src.dtype), fmt::join(src.shape, "x"),
-                                        fmt::join(shape, "x")),
-                            "layout");
+    return emit_copy_kernel(
+        st, tensor, src.dtype, shape, index, "broadcast",
+        fmt::format("broadcast_{}_{}_to_{}", dtype_name(src.dtype), fmt::join(src.shape, "x"), fmt::join(shape, "x")),
+        "layout");
 }
 
 }  // namespace stof::codegen

@@ -50,18 +50,20 @@ void emit_conv(LowerState& st, const ir::Node& n, bool transpose) {
     const Shape &xs = g.value(n.inputs[0]).shape, &ws = g.value(n.inputs[1]).shape;
     const ir::ops::ConvGeom c = transpose ? ir::ops::conv_transpose_geometry(n, xs, ws) : ir::ops::conv_geometry(n, xs, ws);
     KernelBuilder kb;
-    const Operand out = operand(st, kb, st.tensor(n.outputs[0]), true), x = input(st, kb, n.inputs[0]), w = input(st, kb, n.inputs[1]);
+    const Operand out = operand(st, kb, st.tensor(n.outputs[0]), true), x = input(st, kb, n.inputs[0]),
+                  w = input(st, kb, n.inputs[1]);
     const bool has_bias = n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue;
     const std::string bias = has_bias ? load_float(input(st, kb, n.inputs[2])) : "stof::Zero{}";
     const int64_t total = c.batch * c.cout * c.oh * c.ow;
     const std::string idx = index_type(total);
     kb.line(fmt::format("const stof::ConvGeom<{}> geom{{{}}};", idx,
-                        joined(std::vector<int64_t>{c.batch, c.cin, c.h, c.w, c.cout, c.kh, c.kw, c.oh, c.ow, c.group, c.sh, c.sw,
-                                                    c.dh, c.dw, c.pt, c.pl})));
+                        joined(std::vector<int64_t>{c.batch, c.cin, c.h, c.w, c.cout, c.kh, c.kw, c.oh, c.ow, c.group, c.sh,
+                                                    c.sw, c.dh, c.dw, c.pt, c.pl})));
     kb.line(fmt::format("stof::{}<{}>(geom, {}, {}, {}, {});", transpose ? "conv_transpose2d" : "conv2d", idx, load_float(x),
                         load_float(w), bias, store_at(out)));
     const DType odt = st.plan.tensors[static_cast<size_t>(st.tensor(n.outputs[0]))].dtype;
-    finish(st, kb, fmt::format("{}_{}_{}x{}_s{}x{}_n{}", transpose ? "convt" : "conv", dtype_name(odt), c.kh, c.kw, c.sh, c.sw, total),
+    finish(st, kb,
+           fmt::format("{}_{}_{}x{}_s{}x{}_n{}", transpose ? "convt" : "conv", dtype_name(odt), c.kh, c.kw, c.sh, c.sw, total),
            total, n, "conv", "stof/conv.cuh");
 }
 
@@ -90,7 +92,8 @@ void emit_resize(LowerState& st, const ir::Node& n) {
         const auto axis = ir::ops::axis_taps(n, xs[d], rp.out[d], rp.scale[d]);
         size_t ntaps = 0;
         for (const auto& t : axis) ntaps = std::max(ntaps, t.size());
-        Tensor idx(DType::i32, {rp.out[d], static_cast<int64_t>(ntaps)}), w(DType::f32, {rp.out[d], static_cast<int64_t>(ntaps)});
+        Tensor idx(DType::i32, {rp.out[d], static_cast<int64_t>(ntaps)}),
+            w(DType::f32, {rp.out[d], static_cast<int64_t>(ntaps)});
         for (size_t o = 0; o < axis.size(); ++o)
             for (size_t k = 0; k < axis[o].size(); ++k) {
                 idx.set_i64(static_cast<int64_t>(o * ntaps + k), axis[o][k].index);
@@ -153,7 +156,8 @@ void emit_scatter_nd(LowerState& st, const ir::Node& n) {
     const std::vector<int64_t> strides = ir::ops::strides_of(ds);
     KernelBuilder kb;
     const Operand o = operand(st, kb, out, true), idx = input(st, kb, n.inputs[1]), upd = input(st, kb, n.inputs[2]);
-    kb.line(fmt::format("const stof::ScatterDims<{}> dims{{{{{}}}, {{{}}}}};", q, joined(std::vector<int64_t>(ds.begin(), ds.begin() + q)),
+    kb.line(fmt::format("const stof::ScatterDims<{}> dims{{{{{}}}, {{{}}}}};", q,
+                        joined(std::vector<int64_t>(ds.begin(), ds.begin() + q)),
                         joined(std::vector<int64_t>(strides.begin(), strides.begin() + q))));
     kb.line(fmt::format("stof::scatter_nd<{}>(dims, {}, {}, {}, {}, {});", q, count, slice, load_int(idx), upd.param, o.param));
     finish(st, kb, fmt::format("scatternd_{}_n{}", dtype_name(od.dtype), total), total, n, "layout", "stof/scatter.cuh");

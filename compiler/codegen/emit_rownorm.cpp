@@ -50,7 +50,9 @@ void emit_rownorm(LowerState& st, const fusion::Segment& seg) {
     if (seg.config.block && seg.config.block * vec * 16 >= rs.len) threads = seg.config.block;
     const auto items = static_cast<int>((rs.len + threads * vec - 1) / (threads * vec));
     const int rows_per_cta = threads == 32 ? (seg.config.rows ? seg.config.rows : 4) : 1;
-    const char* op = n.op == ir::Op::LayerNormalization ? "stof::kLayerNorm" : n.op == ir::Op::RMSNorm ? "stof::kRmsNorm" : "stof::kSoftmax";
+    const char* op = n.op == ir::Op::LayerNormalization ? "stof::kLayerNorm"
+                     : n.op == ir::Op::RMSNorm          ? "stof::kRmsNorm"
+                                                        : "stof::kSoftmax";
 
     KernelBuilder kb;
     const std::string pout = kb.tensor(out_t, out_dt, true);
@@ -72,7 +74,8 @@ void emit_rownorm(LowerState& st, const fusion::Segment& seg) {
         kb.line(fmt::format("    const idx_t r{} = {};", d, red[d]));
         red[d] = fmt::format("r{}", d);
     }
-    kb.line(fmt::format("    const idx_t cl = {};", rs.reduced.size() == 1 ? "col" : fmt::format("col % {}", rs.reduced.back())));
+    kb.line(
+        fmt::format("    const idx_t cl = {};", rs.reduced.size() == 1 ? "col" : fmt::format("col % {}", rs.reduced.back())));
     red.back() = ValueEmitter::kLane;
     coords.insert(coords.end(), red.begin(), red.end());
     ValueEmitter em(st, kb, "    ");
@@ -100,21 +103,22 @@ void emit_rownorm(LowerState& st, const fusion::Segment& seg) {
                         bias.empty() ? (scale.empty() ? "y[k]" : "y[k] * s[k]") : "fmaf(y[k], s[k], b[k])"));
     kb.line(fmt::format("    stof::store_vec<{}>({} + row * {}LL + col, o);", vec, pout, rs.len));
     kb.line("};");
-    kb.line(fmt::format("stof::rownorm<{}, {}, {}, {}, {}>(load, store, {}LL, {}, {});", threads, rows_per_cta, vec, items, op, rs.rows,
-                        rs.len, literal(n.attrs.f("epsilon", 1e-5), Scalar::f)));
+    kb.line(fmt::format("stof::rownorm<{}, {}, {}, {}, {}>(load, store, {}LL, {}, {});", threads, rows_per_cta, vec, items, op,
+                        rs.rows, rs.len, literal(n.attrs.f("epsilon", 1e-5), Scalar::f)));
 
     std::vector<const ir::Node*> prologue;
     for (size_t k = 1; k < seg.nodes.size(); ++k) prologue.push_back(&g.nodes[static_cast<size_t>(seg.nodes[k])]);
     const char* kind = n.op == ir::Op::LayerNormalization ? "ln" : n.op == ir::Op::RMSNorm ? "rms" : "softmax";
     KernelJob job;
-    job.key = fmt::format("rownorm_{}_{}{}_r{}_c{}_t{}_v{}", dtype_name(out_dt), kind, prologue.empty() ? "" : "_" + ops_tag(prologue),
-                          rs.rows, rs.len, threads, vec);
+    job.key = fmt::format("rownorm_{}_{}{}_r{}_c{}_t{}_v{}", dtype_name(out_dt), kind,
+                          prologue.empty() ? "" : "_" + ops_tag(prologue), rs.rows, rs.len, threads, vec);
     job.source = kb.source(job.key, fmt::format("__launch_bounds__({})", threads * rows_per_cta),
                            {"stof/common.cuh", "stof/vector.cuh", "stof/rownorm.cuh"});
     job.params = kb.params();
     job.launch.args = kb.args();
     job.launch.block[0] = static_cast<uint32_t>(threads * rows_per_cta);
-    job.launch.grid[0] = static_cast<uint32_t>(std::max<int64_t>(1, std::min<int64_t>((rs.rows + rows_per_cta - 1) / rows_per_cta, 65535)));
+    job.launch.grid[0] = static_cast<uint32_t>(
+        std::max<int64_t>(1, std::min<int64_t>((rs.rows + rows_per_cta - 1) / rows_per_cta, 65535)));
     std::vector<const ir::Node*> all{&n};
     all.insert(all.end(), prologue.begin(), prologue.end());
     st.add_launch(std::move(job), "reduction", node_names(all));

@@ -71,8 +71,8 @@ std::string column_param(LowerState& st, KernelBuilder& kb, const ir::Node& n, s
         const ir::Value& v = st.g.value(n.inputs[k]);
         STOF_CHECK(v.data, "{}: {} must be a constant in a plan", n.label(), k == 1 ? "scale" : "bias");
         const Shape& ps = v.shape;
-        STOF_CHECK(ps.size() <= norm.size(), "{}: {} of shape {} does not broadcast to {}", n.label(), k == 1 ? "scale" : "bias",
-                   shape_str(ps), shape_str(norm));
+        STOF_CHECK(ps.size() <= norm.size(), "{}: {} of shape {} does not broadcast to {}", n.label(),
+                   k == 1 ? "scale" : "bias", shape_str(ps), shape_str(norm));
         for (int64_t i = 0; i < len; ++i) {
             int64_t rest = i, at = 0, stride = 1;
             for (size_t d = norm.size(); d-- > 0;) {
@@ -106,9 +106,12 @@ void emit_rows(LowerState& st, const ir::Node& n) {
         red[static_cast<size_t>(ir::ops::normalize_axis(n.attrs.i("axis", -1), rank, n))] = 1;
         kind = "softmax";
     } else if (n.op == ir::Op::LayerNormalization || n.op == ir::Op::RMSNorm) {
-        STOF_CHECK(n.outputs.size() == 1 || st.uses[static_cast<size_t>(n.outputs[1])] + (n.outputs.size() > 2 ? st.uses[static_cast<size_t>(n.outputs[2])] : 0) == 0,
+        STOF_CHECK(n.outputs.size() == 1 || st.uses[static_cast<size_t>(n.outputs[1])] +
+                                                    (n.outputs.size() > 2 ? st.uses[static_cast<size_t>(n.outputs[2])] : 0) ==
+                                                0,
                    "{}: the Mean and InvStdDev outputs are not supported in plans", n.label());
-        for (int64_t d = ir::ops::normalize_axis(n.attrs.i("axis", -1), rank, n); d < rank; ++d) red[static_cast<size_t>(d)] = 1;
+        for (int64_t d = ir::ops::normalize_axis(n.attrs.i("axis", -1), rank, n); d < rank; ++d)
+            red[static_cast<size_t>(d)] = 1;
         kind = n.op == ir::Op::RMSNorm ? "rmsnorm" : "layernorm";
     } else {
         std::vector<int64_t> axes;
@@ -120,7 +123,10 @@ void emit_rows(LowerState& st, const ir::Node& n) {
         if (axes.empty() && n.attrs.i("noop_with_empty_axes", 0) == 0)
             for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
         for (int64_t a : axes) red[static_cast<size_t>(ir::ops::normalize_axis(a, rank, n))] = 1;
-        kind = n.op == ir::Op::ReduceSum ? "sum" : n.op == ir::Op::ReduceMean ? "mean" : n.op == ir::Op::ReduceMax ? "max" : "min";
+        kind = n.op == ir::Op::ReduceSum    ? "sum"
+               : n.op == ir::Op::ReduceMean ? "mean"
+               : n.op == ir::Op::ReduceMax  ? "max"
+                                            : "min";
     }
     if (n.op == ir::Op::Softmax && x.shape[static_cast<size_t>(ir::ops::normalize_axis(n.attrs.i("axis", -1), rank, n))] == 0)
         STOF_FAIL("{}: softmax over an empty axis", n.label());
@@ -144,7 +150,8 @@ void emit_rows(LowerState& st, const ir::Node& n) {
         std::string members = fmt::format("    {}* p;\n", c_type(out_d.dtype));
         std::string init = "Store{" + pout;
         if (kind == "layernorm") {
-            const std::string ps = column_param(st, kb, n, 1, geo.reduced, 1.0), pb = column_param(st, kb, n, 2, geo.reduced, 0.0);
+            const std::string ps = column_param(st, kb, n, 1, geo.reduced, 1.0),
+                              pb = column_param(st, kb, n, 2, geo.reduced, 0.0);
             members += "    const float* scale;\n    const float* bias;\n";
             store_body = fmt::format("stof::store(p + ({}), fmaf(v, scale[col], bias[col]));", geo.index);
             init += ", " + ps + ", " + pb;
@@ -153,20 +160,24 @@ void emit_rows(LowerState& st, const ir::Node& n) {
             store_body = fmt::format("stof::store(p + ({}), v * scale[col]);", geo.index);
             init += ", " + column_param(st, kb, n, 1, geo.reduced, 1.0);
         }
-        kb.preamble(fmt::format("struct Store {{\n{}    __device__ void operator()(stof::i64 row, int col, float v) const {{ {} }}\n}};\n",
-                                members, store_body));
+        kb.preamble(fmt::format(
+            "struct Store {{\n{}    __device__ void operator()(stof::i64 row, int col, float v) const {{ {} }}\n}};\n", members,
+            store_body));
         if (kind == "softmax")
-            call = fmt::format("stof::softmax_rows<{}, {}>(Load{{{}}}, {}}}, {}LL, {});", block, items, pin, init, geo.rows, geo.len);
+            call = fmt::format("stof::softmax_rows<{}, {}>(Load{{{}}}, {}}}, {}LL, {});", block, items, pin, init, geo.rows,
+                               geo.len);
         else
             call = fmt::format("stof::{}_rows<{}, {}>(Load{{{}}}, {}}}, {}LL, {}, {});", kind, block, items, pin, init,
                                geo.rows, geo.len, literal(n.attrs.f("epsilon", 1e-5), Scalar::f));
     } else {
         const int code = kind == "sum" ? 0 : kind == "mean" ? 1 : kind == "max" ? 2 : 3;
-        kb.preamble(fmt::format("struct Store {{\n    {}* p;\n    __device__ void operator()(stof::i64 row, float v) const {{ "
-                                "stof::store(p + row, v); }}\n}};\n",
-                                c_type(out_d.dtype)));
+        kb.preamble(
+            fmt::format("struct Store {{\n    {}* p;\n    __device__ void operator()(stof::i64 row, float v) const {{ "
+                        "stof::store(p + row, v); }}\n}};\n",
+                        c_type(out_d.dtype)));
         const int rblock = geo.len <= 32 ? 32 : geo.len <= 1024 ? 128 : 256;
-        call = fmt::format("stof::reduce_rows<{}, {}>(Load{{{}}}, Store{{{}}}, {}LL, {});", rblock, code, pin, pout, geo.rows, geo.len);
+        call = fmt::format("stof::reduce_rows<{}, {}>(Load{{{}}}, Store{{{}}}, {}LL, {});", rblock, code, pin, pout, geo.rows,
+                           geo.len);
     }
     kb.line(call);
 

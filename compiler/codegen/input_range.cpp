@@ -31,8 +31,12 @@ std::pair<int64_t, int64_t> integer_input_range(const ir::Graph& g, ir::ValueId 
                     case ir::Op::Cast:
                         if (is_float(g.value(n.outputs[0]).dtype) || g.value(n.outputs[0]).dtype == DType::boolean) break;
                         [[fallthrough]];
-                    case ir::Op::Reshape: case ir::Op::Unsqueeze: case ir::Op::Squeeze: case ir::Op::Flatten:
-                    case ir::Op::Identity: case ir::Op::Expand:
+                    case ir::Op::Reshape:
+                    case ir::Op::Unsqueeze:
+                    case ir::Op::Squeeze:
+                    case ir::Op::Flatten:
+                    case ir::Op::Identity:
+                    case ir::Op::Expand:
                         if (k == 0) work.push_back(n.outputs[0]);
                         break;
                     default: break;

@@ -56,7 +56,7 @@ private:
 
 // A kernel ready for NVRTC plus the launch that uses it.
 struct KernelJob {
-    std::string key;     // readable name; also the entry point
+    std::string key;  // readable name; also the entry point
     std::string source;
     plan::LaunchStep launch;  // kernel index filled in when the job is added to a plan
     std::vector<plan::ParamKind> params;

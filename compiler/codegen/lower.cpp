@@ -104,15 +104,16 @@ plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOp
                 const ir::ValueId base = g.nodes[static_cast<size_t>(view->nodes.front())].inputs[0];
                 const int32_t bt = st.tensor(base);
                 const plan::TensorDesc& b = p.tensors[static_cast<size_t>(bt)];
-                const int32_t t = st.add_tensor(val.name, b.dtype, val.shape,
-                                                b.role == plan::TensorRole::weight ? plan::TensorRole::weight
-                                                                                   : plan::TensorRole::intermediate);
+                const int32_t t = st.add_tensor(
+                    val.name, b.dtype, val.shape,
+                    b.role == plan::TensorRole::weight ? plan::TensorRole::weight : plan::TensorRole::intermediate);
                 st.alias_of[static_cast<size_t>(t)] = bt;
                 p.tensors[static_cast<size_t>(t)].buffer = p.tensors[static_cast<size_t>(bt)].buffer;
                 st.tensor_of[vi] = t;
                 continue;
             }
-            st.tensor_of[vi] = st.add_tensor(val.name, plan_dtype(val.dtype, opt.precision), val.shape, plan::TensorRole::intermediate);
+            st.tensor_of[vi] = st.add_tensor(val.name, plan_dtype(val.dtype, opt.precision), val.shape,
+                                             plan::TensorRole::intermediate);
         }
     }
     std::vector<char> needs_copy(g.values.size(), 0);
@@ -154,8 +155,9 @@ plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOp
         s.nodes = g.value(v).name;
         s.copy.dst = output_tensor[vi];
         const ir::Value& val = g.value(v);
-        s.copy.src = val.data ? st.add_weight(cast(*val.data, p.tensors[static_cast<size_t>(s.copy.dst)].dtype), val.name + ".value")
-                              : st.tensor(v);
+        s.copy.src = val.data
+                         ? st.add_weight(cast(*val.data, p.tensors[static_cast<size_t>(s.copy.dst)].dtype), val.name + ".value")
+                         : st.tensor(v);
         const plan::TensorDesc& src = p.tensors[static_cast<size_t>(s.copy.src)];
         STOF_CHECK(src.dtype == p.tensors[static_cast<size_t>(s.copy.dst)].dtype,
                    "internal: output '{}' is copied from a {} tensor", g.value(v).name, dtype_name(src.dtype));
@@ -166,7 +168,7 @@ plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOp
     plan_memory(p, st.alias_of);
     const auto level = opt.quiet ? spdlog::level::debug : spdlog::level::info;
     spdlog::log(level, "plan: {} steps, {} tensors, arena {:.1f} MB, weights {:.1f} MB", p.steps.size(), p.tensors.size(),
-                 static_cast<double>(p.arena_bytes) / 1e6, static_cast<double>(p.weights.size()) / 1e6);
+                static_cast<double>(p.arena_bytes) / 1e6, static_cast<double>(p.weights.size()) / 1e6);
     const auto t0 = std::chrono::steady_clock::now();
     compile_kernels(st, opt);
     spdlog::log(level, "NVRTC: {:.1f} s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

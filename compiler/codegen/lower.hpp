@@ -27,7 +27,7 @@ struct LowerOptions {
     int jobs = 0;                           // parallel NVRTC compilations (0: hardware threads)
     std::string model;                      // recorded in the plan's meta
     AttentionKernelChoice attention_kernel = AttentionKernelChoice::selector;
-    bool quiet = false;                     // progress and summaries at debug level (tuning candidates)
+    bool quiet = false;  // progress and summaries at debug level (tuning candidates)
     // Called with each distinct generated kernel's key and CUDA source, before NVRTC
     // (the codegen snapshot test). Without nvrtc the plan's kernels hold no code: the
     // plan is for inspection only.

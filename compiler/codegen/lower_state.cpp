@@ -10,8 +10,13 @@
 namespace stof::codegen {
 
 LowerState::LowerState(const ir::Graph& graph, plan::Plan& p, std::string target_arch, Precision plan_precision)
-    : g(graph), plan(p), arch(std::move(target_arch)), precision(plan_precision), tensor_of(graph.values.size(), -1),
-      inlined(graph.values.size(), 0), uses(graph.use_counts()),
+    : g(graph),
+      plan(p),
+      arch(std::move(target_arch)),
+      precision(plan_precision),
+      tensor_of(graph.values.size(), -1),
+      inlined(graph.values.size(), 0),
+      uses(graph.use_counts()),
       producer(graph.producers()) {}
 
 int32_t LowerState::add_tensor(const std::string& name, DType dtype, const Shape& shape, plan::TensorRole role) {

@@ -18,22 +18,22 @@ namespace stof::codegen {
 struct LowerState {
     const ir::Graph& g;
     plan::Plan& plan;
-    std::string arch;                 // "sm_90"
-    Precision precision;              // of the plan's float tensors
+    std::string arch;     // "sm_90"
+    Precision precision;  // of the plan's float tensors
     AttentionKernelChoice attention_kernel = AttentionKernelChoice::selector;
-    std::vector<int32_t> tensor_of;   // value id → plan tensor index, -1 when not stored
-    std::vector<char> inlined;        // value id → computed inside its consumer's kernel
-    std::vector<int32_t> alias_of;    // plan tensor → tensor whose storage it shares, -1 if none
-    std::vector<int> uses;            // value id → node inputs + graph outputs reading it
-    std::vector<int> producer;        // value id → index of its node, -1 for inputs and constants
-    std::vector<KernelJob> jobs;      // kernels of the launch steps, in step order
+    std::vector<int32_t> tensor_of;                  // value id → plan tensor index, -1 when not stored
+    std::vector<char> inlined;                       // value id → computed inside its consumer's kernel
+    std::vector<int32_t> alias_of;                   // plan tensor → tensor whose storage it shares, -1 if none
+    std::vector<int> uses;                           // value id → node inputs + graph outputs reading it
+    std::vector<int> producer;                       // value id → index of its node, -1 for inputs and constants
+    std::vector<KernelJob> jobs;                     // kernels of the launch steps, in step order
     std::map<ir::ValueId, int32_t> key_valid_words;  // padding input → its packed validity words
     std::map<ir::ValueId, int32_t> runtime_masks;    // run-time keep value → the plan mask converted from it
     // (constant keep value or kNoValue, Sq, Sk) → its plan mask and attention kernel (0 block-wise, 1 row-wise)
     std::map<std::tuple<ir::ValueId, int64_t, int64_t>, std::pair<int32_t, int32_t>> static_masks;
-    std::multimap<uint32_t, int32_t> weights_by_checksum;  // weight bytes' checksum → weight tensors
+    std::multimap<uint32_t, int32_t> weights_by_checksum;      // weight bytes' checksum → weight tensors
     std::map<std::pair<int32_t, DType>, int32_t> conversions;  // (tensor, dtype) → its converted copy (emit_convert)
-    std::set<std::string> names;      // names of the plan's tensors
+    std::set<std::string> names;                               // names of the plan's tensors
 
     LowerState(const ir::Graph& graph, plan::Plan& p, std::string target_arch, Precision plan_precision);
 

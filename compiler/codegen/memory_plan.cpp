@@ -38,7 +38,8 @@ void plan_memory(plan::Plan& p, const std::vector<int32_t>& alias_of) {
             order.push_back(t);
         }
     }
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p.tensors[a].bytes() > p.tensors[b].bytes(); });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return p.tensors[a].bytes() > p.tensors[b].bytes(); });
     struct Placed {
         uint64_t begin, end;
         int first, last;

@@ -20,11 +20,10 @@ namespace stof::codegen {
 
 namespace fs = std::filesystem;
 
-#define STOF_NVRTC_CHECK(call)                                                                    \
-    do {                                                                                          \
-        const nvrtcResult stof_nvrtc_result = (call);                                             \
-        STOF_CHECK(stof_nvrtc_result == NVRTC_SUCCESS, "NVRTC: {} failed: {}", #call,             \
-                   nvrtcGetErrorString(stof_nvrtc_result));                                       \
+#define STOF_NVRTC_CHECK(call)                                                                                                 \
+    do {                                                                                                                       \
+        const nvrtcResult stof_nvrtc_result = (call);                                                                          \
+        STOF_CHECK(stof_nvrtc_result == NVRTC_SUCCESS, "NVRTC: {} failed: {}", #call, nvrtcGetErrorString(stof_nvrtc_result)); \
     } while (0)
 
 namespace {
@@ -66,7 +65,8 @@ std::string entry_sum(const std::string& source, const std::vector<uint8_t>& cub
 
 void write_file(const fs::path& p, const std::string& bytes) {
     // Unique per process and thread: concurrent compilers may write the same entry.
-    const fs::path tmp = fmt::format("{}.tmp{}.{}", p.string(), ::getpid(), std::hash<std::thread::id>{}(std::this_thread::get_id()));
+    const fs::path tmp = fmt::format("{}.tmp{}.{}", p.string(), ::getpid(),
+                                     std::hash<std::thread::id>{}(std::this_thread::get_id()));
     std::error_code ec;
     {
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -126,10 +126,11 @@ std::vector<uint8_t> run_nvrtc(const std::string& key, const std::string& source
     const char* opts[] = {arch_opt.c_str(), "-std=c++17", "-lineinfo", "-default-device"};
     const nvrtcResult r = nvrtcCompileProgram(p.prog, 4, opts);
     if (r != NVRTC_SUCCESS) {
-        STOF_FAIL("NVRTC could not compile kernel '{}' for {}:\n{}\nsource: {}\nreproduce: nvcc -std=c++17 "
-                  "--gpu-architecture={} {} -I {} {}",
-                  key, target, program_log(p.prog), src_path.string(), target,
-                  target.rfind("sm_", 0) == 0 ? "-cubin" : "-ptx", (cache / "templates").string(), src_path.string());
+        STOF_FAIL(
+            "NVRTC could not compile kernel '{}' for {}:\n{}\nsource: {}\nreproduce: nvcc -std=c++17 "
+            "--gpu-architecture={} {} -I {} {}",
+            key, target, program_log(p.prog), src_path.string(), target, target.rfind("sm_", 0) == 0 ? "-cubin" : "-ptx",
+            (cache / "templates").string(), src_path.string());
     }
     size_t n = 0;
     std::vector<uint8_t> out;
@@ -185,8 +186,8 @@ CompiledKernel compile_kernel(const std::string& key, const std::string& source,
     write_templates(cache / "templates");
     const uint64_t h = fnv1a(arch + "|" + nvrtc_version() + "|" + source, templates_hash());
     const std::string stem = fmt::format("{}-{:016x}", key, h);
-    const fs::path src = kdir / (stem + ".cu"), cubin = kdir / (stem + "." + arch + ".cubin"),
-                   ptx = kdir / (stem + ".ptx"), sum = kdir / (stem + "." + arch + ".sum");
+    const fs::path src = kdir / (stem + ".cu"), cubin = kdir / (stem + "." + arch + ".cubin"), ptx = kdir / (stem + ".ptx"),
+                   sum = kdir / (stem + "." + arch + ".sum");
     CompiledKernel k;
     if (fs::exists(sum)) {
         const std::string c = read_file(cubin);

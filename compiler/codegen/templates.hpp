@@ -7,7 +7,7 @@
 namespace stof::codegen {
 
 struct TemplateFile {
-    const char* name;    // include path, e.g. "stof/common.cuh"
+    const char* name;  // include path, e.g. "stof/common.cuh"
     const char* source;
 };
 

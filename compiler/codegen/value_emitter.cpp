@@ -82,10 +82,13 @@ void emit_vector_loop(KernelBuilder& kb, ValueEmitter& em, int v, const std::str
     for (const auto& out : outputs) kb.line(fmt::format("{}float {}[{}];", indent, out.first, v));
     kb.line(indent + "#pragma unroll");
     kb.line(fmt::format("{0}for (int {1} = 0; {1} < {2}; ++{1}) {{", indent, ValueEmitter::kVecStep, v));
-    const bool lane_used = std::any_of(loop.begin(), loop.end(), [](const std::string& l) { return l.find(ValueEmitter::kLane) != std::string::npos; }) ||
-                           std::any_of(results.begin(), results.end(), [](const std::string& l) { return l.find(ValueEmitter::kLane) != std::string::npos; });
+    const bool lane_used = std::any_of(loop.begin(), loop.end(),
+                                       [](const std::string& l) { return l.find(ValueEmitter::kLane) != std::string::npos; }) ||
+                           std::any_of(results.begin(), results.end(),
+                                       [](const std::string& l) { return l.find(ValueEmitter::kLane) != std::string::npos; });
     if (lane_used)
-        kb.line(fmt::format("{}    const {} {} = {} + {};", indent, index_type, ValueEmitter::kLane, lane_base, ValueEmitter::kVecStep));
+        kb.line(fmt::format("{}    const {} {} = {} + {};", indent, index_type, ValueEmitter::kLane, lane_base,
+                            ValueEmitter::kVecStep));
     for (const std::string& l : loop) kb.line("    " + l);
     for (const std::string& r : results) kb.line(indent + "    " + r);
     kb.line(indent + "}");
@@ -160,7 +163,8 @@ Expr ValueEmitter::load(ir::ValueId v, const std::vector<std::string>& coords) {
                 const bool starts = index.compare(i, std::string(kLane).size(), kLane) == 0 &&
                                     (i == 0 || !(std::isalnum(static_cast<unsigned char>(index[i - 1])) || index[i - 1] == '_'));
                 const size_t end = i + std::string(kLane).size();
-                if (starts && (end == index.size() || !(std::isalnum(static_cast<unsigned char>(index[end])) || index[end] == '_'))) {
+                if (starts &&
+                    (end == index.size() || !(std::isalnum(static_cast<unsigned char>(index[end])) || index[end] == '_'))) {
                     base += "(" + lane_base_ + ")";
                     i = end;
                 } else {
@@ -251,8 +255,7 @@ Expr ValueEmitter::node_value(const ir::Node& n, size_t out, const std::vector<s
             const Expr x = in(0);
             return {fmt::format("stof::sign({})", x.code), x.type == Scalar::f ? Scalar::f : Scalar::i};
         }
-        case Op::Gelu:
-            return f1(n.attrs.s("approximate", "none") == "tanh" ? "stof::gelu_tanh" : "stof::gelu_erf");
+        case Op::Gelu: return f1(n.attrs.s("approximate", "none") == "tanh" ? "stof::gelu_tanh" : "stof::gelu_erf");
         case Op::IsNaN: {
             const Expr x = hoist(as_float(in(0)));
             return {fmt::format("({0} != {0})", x.code), Scalar::b};
@@ -274,8 +277,10 @@ Expr ValueEmitter::node_value(const ir::Node& n, size_t out, const std::vector<s
             if (to == DType::boolean) return as_bool(x);
             const Expr i = as_int(x);
             if (to == DType::i32) return {fmt::format("static_cast<stof::i64>(static_cast<int>({}))", i.code), Scalar::i};
-            if (to == DType::i8) return {fmt::format("static_cast<stof::i64>(static_cast<signed char>({}))", i.code), Scalar::i};
-            if (to == DType::u8) return {fmt::format("static_cast<stof::i64>(static_cast<unsigned char>({}))", i.code), Scalar::i};
+            if (to == DType::i8)
+                return {fmt::format("static_cast<stof::i64>(static_cast<signed char>({}))", i.code), Scalar::i};
+            if (to == DType::u8)
+                return {fmt::format("static_cast<stof::i64>(static_cast<unsigned char>({}))", i.code), Scalar::i};
             return i;
         }
         case Op::Clip: {
@@ -361,8 +366,10 @@ Expr ValueEmitter::node_value(const ir::Node& n, size_t out, const std::vector<s
                 a.set_f64(ch, s);
                 b.set_f64(ch, val(2) - val(3) * s);
             }
-            const std::string pa = kb_.tensor(st_.add_weight(to_plan_precision(a, Precision::fp32), n.name + "_scale"), DType::f32, false);
-            const std::string pb = kb_.tensor(st_.add_weight(to_plan_precision(b, Precision::fp32), n.name + "_shift"), DType::f32, false);
+            const std::string pa = kb_.tensor(st_.add_weight(to_plan_precision(a, Precision::fp32), n.name + "_scale"),
+                                              DType::f32, false);
+            const std::string pb = kb_.tensor(st_.add_weight(to_plan_precision(b, Precision::fp32), n.name + "_shift"),
+                                              DType::f32, false);
             return {fmt::format("fmaf({}, {}[{}], {}[{}])", as_float(at(n.inputs[0], c)).code, pa, c[1], pb, c[1]), Scalar::f};
         }
 
@@ -391,7 +398,8 @@ Expr ValueEmitter::node_value(const ir::Node& n, size_t out, const std::vector<s
                 while (o1 < os.size() && os[o1] == 1) ++o1;
                 const Shape og(os.begin() + static_cast<std::ptrdiff_t>(o0), os.begin() + static_cast<std::ptrdiff_t>(o1));
                 const Shape ig(is.begin() + static_cast<std::ptrdiff_t>(i0), is.begin() + static_cast<std::ptrdiff_t>(i1));
-                const std::vector<std::string> oc(c.begin() + static_cast<std::ptrdiff_t>(o0), c.begin() + static_cast<std::ptrdiff_t>(o1));
+                const std::vector<std::string> oc(c.begin() + static_cast<std::ptrdiff_t>(o0),
+                                                  c.begin() + static_cast<std::ptrdiff_t>(o1));
                 std::string lin = linear_index(og, oc);
                 std::vector<std::string> sub;
                 if (ig.size() <= 1 || std::count_if(ig.begin(), ig.end(), [](int64_t d) { return d != 1; }) <= 1) {
@@ -412,7 +420,8 @@ Expr ValueEmitter::node_value(const ir::Node& n, size_t out, const std::vector<s
             if (perm.empty())
                 for (size_t d = 0; d < rank; ++d) perm.push_back(static_cast<int64_t>(rank - 1 - d));
             std::vector<std::string> ic(rank);
-            for (size_t d = 0; d < rank; ++d) ic[static_cast<size_t>(perm[d] < 0 ? perm[d] + static_cast<int64_t>(rank) : perm[d])] = c[d];
+            for (size_t d = 0; d < rank; ++d)
+                ic[static_cast<size_t>(perm[d] < 0 ? perm[d] + static_cast<int64_t>(rank) : perm[d])] = c[d];
             return at(n.inputs[0], ic);
         }
         case Op::Slice: {
@@ -434,8 +443,8 @@ Expr ValueEmitter::node_value(const ir::Node& n, size_t out, const std::vector<s
             return at(n.inputs[0], ic);
         }
         case Op::Split: {
-            const auto axis = static_cast<size_t>(n.attrs.i("axis", 0) < 0 ? n.attrs.i("axis", 0) + static_cast<int64_t>(os.size())
-                                                                           : n.attrs.i("axis", 0));
+            const auto axis = static_cast<size_t>(
+                n.attrs.i("axis", 0) < 0 ? n.attrs.i("axis", 0) + static_cast<int64_t>(os.size()) : n.attrs.i("axis", 0));
             int64_t offset = 0;
             for (size_t k = 0; k < out; ++k) offset += g.value(n.outputs[k]).shape[axis];
             std::vector<std::string> ic = c;
@@ -443,8 +452,8 @@ Expr ValueEmitter::node_value(const ir::Node& n, size_t out, const std::vector<s
             return at(n.inputs[0], ic);
         }
         case Op::Concat: {
-            const auto axis = static_cast<size_t>(n.attrs.i("axis", 0) < 0 ? n.attrs.i("axis", 0) + static_cast<int64_t>(os.size())
-                                                                           : n.attrs.i("axis", 0));
+            const auto axis = static_cast<size_t>(
+                n.attrs.i("axis", 0) < 0 ? n.attrs.i("axis", 0) + static_cast<int64_t>(os.size()) : n.attrs.i("axis", 0));
             ++conditional_;
             std::vector<std::pair<int64_t, Expr>> parts;  // (end offset, value)
             int64_t offset = 0;
@@ -456,7 +465,8 @@ Expr ValueEmitter::node_value(const ir::Node& n, size_t out, const std::vector<s
             }
             --conditional_;
             Scalar kind = parts[0].second.type;
-            for (auto& p : parts) if (p.second.type != kind) kind = Scalar::f;
+            for (auto& p : parts)
+                if (p.second.type != kind) kind = Scalar::f;
             std::string code = kind == Scalar::f ? as_float(parts.back().second).code : parts.back().second.code;
             for (size_t k = parts.size() - 1; k-- > 0;) {
                 const std::string v = kind == Scalar::f ? as_float(parts[k].second).code : parts[k].second.code;
@@ -483,8 +493,8 @@ Expr ValueEmitter::node_value(const ir::Node& n, size_t out, const std::vector<s
             const Expr raw = hoist(as_int(at(n.inputs[1], idx_c)));
             const int64_t dim = ds[a];
             // Negative indices wrap; out-of-range indices are clamped (never read out of bounds).
-            const Expr idx = hoist({fmt::format("min(max({0} < 0 ? {0} + {1}LL : {0}, 0LL), {2}LL)", raw.code, dim, dim - 1),
-                                    Scalar::i});
+            const Expr idx = hoist(
+                {fmt::format("min(max({0} < 0 ? {0} + {1}LL : {0}, 0LL), {2}LL)", raw.code, dim, dim - 1), Scalar::i});
             std::vector<std::string> dc(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(a));
             dc.push_back(idx.code);
             dc.insert(dc.end(), c.begin() + static_cast<std::ptrdiff_t>(a + is.size()), c.end());
@@ -496,8 +506,8 @@ Expr ValueEmitter::node_value(const ir::Node& n, size_t out, const std::vector<s
             if (axis < 0) axis += static_cast<int64_t>(ds.size());
             const auto a = static_cast<size_t>(axis);
             const Expr raw = hoist(as_int(at(n.inputs[1], c)));
-            const Expr idx = hoist({fmt::format("min(max({0} < 0 ? {0} + {1}LL : {0}, 0LL), {2}LL)", raw.code, ds[a], ds[a] - 1),
-                                    Scalar::i});
+            const Expr idx = hoist(
+                {fmt::format("min(max({0} < 0 ? {0} + {1}LL : {0}, 0LL), {2}LL)", raw.code, ds[a], ds[a] - 1), Scalar::i});
             std::vector<std::string> dc = c;
             dc[a] = idx.code;
             return at(n.inputs[0], dc);
@@ -516,8 +526,9 @@ Expr ValueEmitter::node_value(const ir::Node& n, size_t out, const std::vector<s
                 ic.pop_back();
                 const int64_t dim = ds[b + k];
                 // Negative indices wrap; out-of-range indices are clamped (never read out of bounds).
-                dc.push_back(hoist({fmt::format("min(max({0} < 0 ? {0} + {1}LL : {0}, 0LL), {2}LL)", raw.code, dim, dim - 1),
-                                    Scalar::i}).code);
+                dc.push_back(
+                    hoist({fmt::format("min(max({0} < 0 ? {0} + {1}LL : {0}, 0LL), {2}LL)", raw.code, dim, dim - 1), Scalar::i})
+                        .code);
             }
             dc.insert(dc.end(), c.begin() + static_cast<std::ptrdiff_t>(lead), c.end());
             return at(n.inputs[0], dc);
@@ -560,7 +571,9 @@ Expr ValueEmitter::node_value(const ir::Node& n, size_t out, const std::vector<s
             const Expr x = at(n.inputs[0], ic);
             --conditional_;
             const Expr cval = n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue ? at(n.inputs[2], {}) : Expr{"0", x.type};
-            const std::string cv = x.type == Scalar::f ? as_float(cval).code : x.type == Scalar::i ? as_int(cval).code : as_bool(cval).code;
+            const std::string cv = x.type == Scalar::f   ? as_float(cval).code
+                                   : x.type == Scalar::i ? as_int(cval).code
+                                                         : as_bool(cval).code;
             return {fmt::format("(({}) ? {} : {})", inside, x.code, cv), x.type};
         }
         case Op::Trilu: {
@@ -581,8 +594,10 @@ Expr ValueEmitter::node_value(const ir::Node& n, size_t out, const std::vector<s
         case Op::Range: {
             const Expr start = at(n.inputs[0], {}), delta = at(n.inputs[2], {});
             if (os_kind == Scalar::f)
-                return {fmt::format("({} + static_cast<float>({}) * {})", as_float(start).code, c[0], as_float(delta).code), Scalar::f};
-            return {fmt::format("({} + static_cast<stof::i64>({}) * {})", as_int(start).code, c[0], as_int(delta).code), Scalar::i};
+                return {fmt::format("({} + static_cast<float>({}) * {})", as_float(start).code, c[0], as_float(delta).code),
+                        Scalar::f};
+            return {fmt::format("({} + static_cast<stof::i64>({}) * {})", as_int(start).code, c[0], as_int(delta).code),
+                    Scalar::i};
         }
         default: break;
     }

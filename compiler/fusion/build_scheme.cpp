@@ -58,7 +58,8 @@ std::vector<int> gemm_epilogue(const ir::Graph& g, const ir::Node& n, int at, co
             const ir::ValueId other = next.inputs[0] == v ? next.inputs[1] : next.inputs[0];
             const ir::Value& b = g.value(other);
             const bool row_vector = b.data && numel(b.shape) == cols && !b.shape.empty() && b.shape.back() == cols;
-            const bool residual = !b.data && b.shape == out.shape && b.dtype == out.dtype && producer[static_cast<size_t>(other)] < at;
+            const bool residual = !b.data && b.shape == out.shape && b.dtype == out.dtype &&
+                                  producer[static_cast<size_t>(other)] < at;
             if (row_vector && !has_bias) {
                 has_bias = true;
             } else if (residual && allow_residual && !has_residual) {
@@ -125,8 +126,7 @@ std::set<ir::ValueId> reads(const ir::Graph& g, const Segment& s) {
 // Adjacent elementwise segments that read a common stored value and not each other's
 // results, with outputs of one type, become one kernel with several outputs (the
 // rotary embeddings of q and k, both from one projection).
-template <class Take>
-void merge_siblings(const ir::Graph& g, std::vector<Segment>& segs, const Take& take) {
+template <class Take> void merge_siblings(const ir::Graph& g, std::vector<Segment>& segs, const Take& take) {
     std::vector<Segment> out;
     for (Segment& s : segs) {
         Segment* prev = out.empty() ? nullptr : &out.back();
@@ -134,7 +134,8 @@ void merge_siblings(const ir::Graph& g, std::vector<Segment>& segs, const Take& 
             g.value(prev->outputs[0]).dtype == g.value(s.outputs[0]).dtype) {
             const std::set<ir::ValueId> a = reads(g, *prev), b = reads(g, s);
             const bool shared = std::any_of(b.begin(), b.end(), [&](ir::ValueId v) { return a.count(v) > 0; });
-            const bool independent = std::none_of(prev->outputs.begin(), prev->outputs.end(), [&](ir::ValueId v) { return b.count(v) > 0; });
+            const bool independent = std::none_of(prev->outputs.begin(), prev->outputs.end(),
+                                                  [&](ir::ValueId v) { return b.count(v) > 0; });
             if (shared && independent && take(s.outputs[0])) {
                 prev->outputs.insert(prev->outputs.end(), s.outputs.begin(), s.outputs.end());
                 prev->nodes.insert(prev->nodes.end(), s.nodes.begin(), s.nodes.end());
@@ -157,8 +158,7 @@ FusionPlan build(const ir::Graph& g, const Choices& c, bool merge_any, bool unfu
     const std::vector<std::vector<int>> cons = consumers_of(g);
     std::vector<char> is_output(g.values.size(), 0);
     for (ir::ValueId o : g.outputs) is_output[static_cast<size_t>(o)] = 1;
-    for (const ir::Node& n : g.nodes)
-        STOF_CHECK(lowering_of(n) != Lowering::folded, "internal: {} was not folded", n.label());
+    for (const ir::Node& n : g.nodes) STOF_CHECK(lowering_of(n) != Lowering::folded, "internal: {} was not folded", n.label());
 
     FusionPlan p;
     p.inlined.assign(g.values.size(), 0);
@@ -224,7 +224,8 @@ FusionPlan build(const ir::Graph& g, const Choices& c, bool merge_any, bool unfu
         if (!rownorm[i] || !c.norm_stores_input.count(static_cast<int>(i))) continue;
         const ir::ValueId x = g.nodes[i].inputs[0];
         const int px = producer[static_cast<size_t>(x)];
-        if (p.inlined[static_cast<size_t>(x)] || px < 0 || !fused(px) || g.nodes[static_cast<size_t>(px)].outputs.size() != 1) continue;
+        if (p.inlined[static_cast<size_t>(x)] || px < 0 || !fused(px) || g.nodes[static_cast<size_t>(px)].outputs.size() != 1)
+            continue;
         const auto& rd = cons[static_cast<size_t>(x)];
         if (std::all_of(rd.begin(), rd.end(), [&](int r) { return r >= static_cast<int>(i); }) &&
             std::count(rd.begin(), rd.end(), static_cast<int>(i)) == 1)
@@ -348,7 +349,8 @@ std::vector<Site> find_sites(const ir::Graph& g) {
         if (lowering_of(n) != Lowering::fused) continue;
         for (ir::ValueId v : n.outputs) {
             const auto& rd = cons[static_cast<size_t>(v)];
-            if (is_output[static_cast<size_t>(v)] || rd.size() < 2 || std::all_of(rd.begin(), rd.end(), [&](int x) { return x == rd[0]; }))
+            if (is_output[static_cast<size_t>(v)] || rd.size() < 2 ||
+                std::all_of(rd.begin(), rd.end(), [&](int x) { return x == rd[0]; }))
                 continue;
             std::vector<int> ns{at};
             ns.insert(ns.end(), rd.begin(), rd.end());

@@ -21,11 +21,11 @@ namespace stof::fusion {
 enum class MoveKind : uint8_t { seize, expand };
 
 struct Choices {
-    std::set<int> residual_in_gemm;       // GEMM node → folds the residual Add after it
-    std::set<int> norm_prologue;          // row-norm node → computes its input's fused producers inside
-    std::set<int> norm_stores_input;      // row-norm node → computes and stores its (elementwise-rooted) input
-    std::set<ir::ValueId> multi_inline;   // value → recomputed by the several nodes of one kernel that read it
-    std::set<ir::ValueId> merge_kernel;   // root of an elementwise kernel → merged into the kernel before it
+    std::set<int> residual_in_gemm;      // GEMM node → folds the residual Add after it
+    std::set<int> norm_prologue;         // row-norm node → computes its input's fused producers inside
+    std::set<int> norm_stores_input;     // row-norm node → computes and stores its (elementwise-rooted) input
+    std::set<ir::ValueId> multi_inline;  // value → recomputed by the several nodes of one kernel that read it
+    std::set<ir::ValueId> merge_kernel;  // root of an elementwise kernel → merged into the kernel before it
 
     bool operator==(const Choices& o) const {
         return residual_in_gemm == o.residual_in_gemm && norm_prologue == o.norm_prologue &&

@@ -33,8 +33,7 @@ void CostModel::use_measurements(std::map<std::string, MeasuredTime> measured) {
         const double e = std::clamp(static_cast<double>(m.bytes) / (busy_us * device_.bandwidth_gbs * 1e3), 0.02, 1.0);
         if (m.kind == segment_kind_name(SegmentKind::elementwise))
             (key.find("vec=1") != std::string::npos ? scalar : vector).push_back(e);
-        else if (m.kind == segment_kind_name(SegmentKind::rownorm))
-            row.push_back(e);
+        else if (m.kind == segment_kind_name(SegmentKind::rownorm)) row.push_back(e);
     }
     auto median = [](std::vector<double>& v, double& into) {
         if (v.empty()) return;
@@ -57,7 +56,8 @@ Timing CostModel::segment(const ir::Graph& g, const FusionPlan&, const Segment& 
         if (it != measured_.end()) return {it->second.us, 0};
     }
     double efficiency = device_.row_efficiency;
-    if (s.kind == SegmentKind::elementwise) efficiency = s.config.vec == 1 ? device_.scalar_efficiency : device_.vector_efficiency;
+    if (s.kind == SegmentKind::elementwise)
+        efficiency = s.config.vec == 1 ? device_.scalar_efficiency : device_.vector_efficiency;
     if (s.kind == SegmentKind::gemm || s.kind == SegmentKind::attention) efficiency = 1.0;
     const double bytes_us = static_cast<double>(bytes(g, s)) / (device_.bandwidth_gbs * 1e3 * efficiency);
     double flops_us = 0;
@@ -65,7 +65,8 @@ Timing CostModel::segment(const ir::Graph& g, const FusionPlan&, const Segment& 
         const ir::Node& n = g.nodes[static_cast<size_t>(s.nodes.front())];
         const Shape& a = g.value(n.inputs[0]).shape;
         const int64_t k = a.empty() ? 1 : (n.op == ir::Op::Gemm && n.attrs.i("transA", 0) ? a.front() : a.back());
-        flops_us = 2.0 * static_cast<double>(numel(g.value(n.outputs[0]).shape)) * static_cast<double>(k) / (device_.gemm_tflops * 1e6);
+        flops_us = 2.0 * static_cast<double>(numel(g.value(n.outputs[0]).shape)) * static_cast<double>(k) /
+                   (device_.gemm_tflops * 1e6);
     }
     return {device_.launch_us + std::max(bytes_us, flops_us), 0};
 }

@@ -17,9 +17,9 @@
 namespace stof::fusion {
 
 struct DeviceModel {
-    double bandwidth_gbs = 3000;    // HBM, GB/s
-    double gemm_tflops = 600;       // dense fp16/bf16 GEMMs through cuBLASLt
-    double launch_us = 2.5;         // a kernel's fixed cost inside a CUDA graph
+    double bandwidth_gbs = 3000;  // HBM, GB/s
+    double gemm_tflops = 600;     // dense fp16/bf16 GEMMs through cuBLASLt
+    double launch_us = 2.5;       // a kernel's fixed cost inside a CUDA graph
     double scalar_efficiency = 0.55, vector_efficiency = 0.85, row_efficiency = 0.7;
 };
 

@@ -21,7 +21,8 @@ const char* segment_kind_name(SegmentKind k) {
 
 std::string Config::str() const {
     std::string s;
-    const std::pair<const char*, int> fields[] = {{"block", block}, {"rows", rows}, {"grid", grid}, {"vec", vec}, {"algo", algo}};
+    const std::pair<const char*, int> fields[] = {
+        {"block", block}, {"rows", rows}, {"grid", grid}, {"vec", vec}, {"algo", algo}};
     for (const auto& [name, v] : fields)
         if (v) s += fmt::format("{}{}={}", s.empty() ? "" : ",", name, v);
     return s.empty() ? "default" : s;

@@ -40,7 +40,8 @@ std::vector<Config> config_space(const ir::Graph& g, const Segment& s) {
         out.push_back({});
         for (int block : {32, 64, 128, 256, 512}) {
             if (static_cast<int64_t>(block) * 8 * 16 < len) continue;  // more than 16 vectors a thread
-            for (int rows : block == 32 ? std::vector<int>{1, 2, 4, 8} : std::vector<int>{0}) out.push_back({block, rows, 0, 0});
+            for (int rows : block == 32 ? std::vector<int>{1, 2, 4, 8} : std::vector<int>{0})
+                out.push_back({block, rows, 0, 0});
         }
     }
     return out;
@@ -78,7 +79,8 @@ public:
         r.final_us = ev_.plan(g_, r.plan).us;
         report("final check", 1, 1, r.initial_us - std::min(r.initial_us, r.final_us));
         if (r.final_us > r.initial_us) {  // never slower than where it started
-            say(fmt::format("final check: the searched plan ({:.1f} us) is slower than the initial scheme ({:.1f} us): "
+            say(
+                fmt::format("final check: the searched plan ({:.1f} us) is slower than the initial scheme ({:.1f} us): "
                             "keeping the initial scheme",
                             r.final_us, r.initial_us));
             r.kept = false;
@@ -97,12 +99,10 @@ private:
     }
     void report(const char* stage, int index, int count, double gain_us) const {
         if (!opt_.on_progress) return;
-        opt_.on_progress({stage, index, count, evaluations_, gain_us,
-                          std::chrono::duration<double>(Clock::now() - start_).count()});
+        opt_.on_progress(
+            {stage, index, count, evaluations_, gain_us, std::chrono::duration<double>(Clock::now() - start_).count()});
     }
-    bool out_of_time() const {
-        return std::chrono::duration<double>(Clock::now() - start_).count() > opt_.budget_s;
-    }
+    bool out_of_time() const { return std::chrono::duration<double>(Clock::now() - start_).count() > opt_.budget_s; }
 
     // The time of segment s with its config, once per signature and config.
     Timing time_of(const FusionPlan& p, const Segment& s) {
@@ -176,8 +176,10 @@ private:
             const double margin = std::max(opt_.min_gain * old_t.us, old_t.spread + new_t.spread);
             m.taken = new_t.us < old_t.us - margin;
             say(fmt::format("stage 1 {}/{}: {} {}: {:.2f} -> {:.2f} us, {}", done, order.size(),
-                            m.compete ? "compete" : m.kind == MoveKind::seize ? "seize" : "expand", m.describe, m.old_us,
-                            m.new_us, m.taken ? "taken" : "rolled back"));
+                            m.compete                   ? "compete"
+                            : m.kind == MoveKind::seize ? "seize"
+                                                        : "expand",
+                            m.describe, m.old_us, m.new_us, m.taken ? "taken" : "rolled back"));
             if (m.taken) {
                 r.choices = cand;
                 r.plan = std::move(next);
@@ -221,7 +223,8 @@ private:
         auto gain2 = [&] {
             double g = gain1_;
             for (const Kernel& k : ks)
-                if (std::isfinite(k.default_us) && std::isfinite(k.best_us)) g += static_cast<double>(k.at.size()) * (k.default_us - k.best_us);
+                if (std::isfinite(k.default_us) && std::isfinite(k.best_us))
+                    g += static_cast<double>(k.at.size()) * (k.default_us - k.best_us);
             return g;
         };
         auto sample = [&](Kernel& k, size_t c) {

@@ -32,7 +32,7 @@ namespace stof::fusion {
 
 struct Timing {
     double us = std::numeric_limits<double>::infinity();  // infinity: cannot run, or a wrong result
-    double spread = 0;                                      // the measurement's noise (µs)
+    double spread = 0;                                    // the measurement's noise (µs)
 };
 
 class Evaluator {
@@ -52,7 +52,7 @@ public:
 
 // Where the search is, for progress displays.
 struct SearchProgress {
-    const char* stage = "";   // "stage 1" (boundaries), "stage 2" (parameters), "final check"
+    const char* stage = "";    // "stage 1" (boundaries), "stage 2" (parameters), "final check"
     int index = 0, count = 0;  // step of the stage: move groups (stage 1) or samples (stage 2, planned)
     int evaluations = 0;       // segments timed so far
     double gain_us = 0;        // time saved so far against the initial scheme (per the evaluator)
@@ -94,7 +94,7 @@ struct SearchResult {
     std::vector<MoveRecord> moves;
     std::vector<SegmentRecord> kernels;
     double initial_us = 0, stage1_us = 0, final_us = 0;  // whole plan, per the evaluator
-    bool kept = true;  // false: the final check kept the initial scheme
+    bool kept = true;                                    // false: the final check kept the initial scheme
     int evaluations = 0;
     std::map<std::string, Timing> times;  // segment_signature + "#" + config → its time, for every segment timed
 };

@@ -12,8 +12,7 @@ TensorMap interpret(const ir::Graph& g, const TensorMap& feeds) {
     for (ir::ValueId id : g.inputs) {
         const ir::Value& v = g.value(id);
         auto it = feeds.find(v.name);
-        STOF_CHECK(it != feeds.end(), "no tensor given for input '{}' ({}{})", v.name, dtype_name(v.dtype),
-                   shape_str(v.shape));
+        STOF_CHECK(it != feeds.end(), "no tensor given for input '{}' ({}{})", v.name, dtype_name(v.dtype), shape_str(v.shape));
         STOF_CHECK(it->second.dtype == v.dtype, "input '{}' must be {}, got {}", v.name, dtype_name(v.dtype),
                    dtype_name(it->second.dtype));
         STOF_CHECK(it->second.shape == v.shape, "input '{}' must have shape {}, got {}", v.name, shape_str(v.shape),

@@ -11,8 +11,8 @@
 
 namespace stof::ir {
 
-using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>, Tensor,
-                               std::vector<std::string>>;
+using AttrValue =
+    std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>, Tensor, std::vector<std::string>>;
 
 class Attrs {
 public:

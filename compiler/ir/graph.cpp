@@ -93,8 +93,7 @@ void Graph::verify() const {
         STOF_CHECK(nin >= info.min_inputs && (info.max_inputs < 0 || nin <= info.max_inputs),
                    "IR invalid: {} has {} inputs (allowed {}..{})", n.label(), nin, info.min_inputs, info.max_inputs);
         STOF_CHECK(nout >= info.min_outputs && (info.max_outputs < 0 || nout <= info.max_outputs),
-                   "IR invalid: {} has {} outputs (allowed {}..{})", n.label(), nout, info.min_outputs,
-                   info.max_outputs);
+                   "IR invalid: {} has {} outputs (allowed {}..{})", n.label(), nout, info.min_outputs, info.max_outputs);
         for (int k = 0; k < nin; ++k) {
             const ValueId id = n.inputs[static_cast<size_t>(k)];
             if (id == kNoValue) {
@@ -141,8 +140,7 @@ std::string to_text(const Graph& g) {
                                n.inputs[k] == kNoValue ? std::string("_") : "%" + g.value(n.inputs[k]).name);
         std::string attrs;
         for (const auto& [key, v] : n.attrs.all()) attrs += fmt::format("{}{}={}", attrs.empty() ? "" : ", ", key, attr_str(v));
-        out += fmt::format("  {} = {}({}){}  # {}\n", lhs, op_name(n.op), rhs, attrs.empty() ? "" : " {" + attrs + "}",
-                           n.name);
+        out += fmt::format("  {} = {}({}){}  # {}\n", lhs, op_name(n.op), rhs, attrs.empty() ? "" : " {" + attrs + "}", n.name);
     }
     for (ValueId o : g.outputs) out += fmt::format("  output %{}: {}\n", g.value(o).name, type_str(g.value(o)));
     return out;

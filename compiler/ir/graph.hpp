@@ -23,16 +23,16 @@ constexpr ValueId kNoValue = -1;  // an absent optional input
 struct Value {
     std::string name;
     DType dtype = DType::undefined;
-    Shape shape;                        // -1 marks a dimension not yet bound
-    std::vector<std::string> dim_names; // symbolic dims of graph inputs ("batch"), "" when fixed
-    std::shared_ptr<const Tensor> data; // contents when known at compile time
+    Shape shape;                         // -1 marks a dimension not yet bound
+    std::vector<std::string> dim_names;  // symbolic dims of graph inputs ("batch"), "" when fixed
+    std::shared_ptr<const Tensor> data;  // contents when known at compile time
     bool shape_known = false;
 };
 
 struct Node {
     Op op;
-    std::string name;              // from the model, or generated; unique in a graph
-    std::vector<ValueId> inputs;   // kNoValue for absent optional inputs
+    std::string name;             // from the model, or generated; unique in a graph
+    std::vector<ValueId> inputs;  // kNoValue for absent optional inputs
     std::vector<ValueId> outputs;
     Attrs attrs;
 

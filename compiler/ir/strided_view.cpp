@@ -78,9 +78,11 @@ std::optional<StridedView> apply_layout(const Graph& g, const Node& n, size_t ou
     auto axis_of = [&](int64_t a) { return static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(in.size()) : a); };
     std::optional<StridedView> r;
     switch (n.op) {
-        case Op::Reshape: case Op::Unsqueeze: case Op::Squeeze: case Op::Flatten: case Op::Identity:
-            r = reshape_view(v, out);
-            break;
+        case Op::Reshape:
+        case Op::Unsqueeze:
+        case Op::Squeeze:
+        case Op::Flatten:
+        case Op::Identity: r = reshape_view(v, out); break;
         case Op::Transpose: {
             const size_t rank = v.dims.size();
             std::vector<int64_t> perm(rank);

@@ -14,7 +14,8 @@ namespace {
 LayerMask parse_layer_mask(const std::string& m) {
     const size_t eq = m.find('=');
     const size_t colon = m.find(':');
-    if (eq == std::string::npos || (colon != std::string::npos && colon < eq)) return LayerMask{0, std::numeric_limits<int>::max(), m, true};
+    if (eq == std::string::npos || (colon != std::string::npos && colon < eq))
+        return LayerMask{0, std::numeric_limits<int>::max(), m, true};
     const std::string range = m.substr(0, eq);
     const size_t dash = range.find('-');
     int lo = 0, hi = 0;

@@ -17,8 +17,8 @@ namespace stof {
 
 struct LayerMask {
     int first = 0, last = std::numeric_limits<int>::max();  // the layers it applies to, inclusive
-    std::string spec;                                          // the SPEC text
-    bool every_layer = false;                                  // given without LAYERS
+    std::string spec;                                       // the SPEC text
+    bool every_layer = false;                               // given without LAYERS
 };
 
 // The --mask values in order; a malformed layer range throws stof::Error naming it.

@@ -23,7 +23,7 @@ struct Tile {
 
 struct Ctx {
     int64_t seq_q, seq_k, tile_m, tile_n;
-    int64_t row_words;  // words per row of a tile's row bits: ceil(tile_n / 64)
+    int64_t row_words;     // words per row of a tile's row bits: ceil(tile_n / 64)
     int64_t b = 0, h = 0;  // the pattern being built
 };
 
@@ -34,8 +34,8 @@ struct Node {
     TileClass cls = TileClass::empty;  // class of the current tile (set by classify)
     std::vector<uint64_t> scratch;     // any/all: a child's row bits
     // random, for the current tile row:
-    int64_t block_row0 = 0;                    // first block row overlapping it
-    std::vector<std::vector<int64_t>> chosen;  // chosen block columns of block rows block_row0, block_row0 + 1, ...
+    int64_t block_row0 = 0;                            // first block row overlapping it
+    std::vector<std::vector<int64_t>> chosen;          // chosen block columns of block rows block_row0, block_row0 + 1, ...
     std::vector<std::pair<int64_t, int64_t>> covered;  // (tile column, kept entries), ascending, nonzero only
 };
 
@@ -129,34 +129,34 @@ Ranges candidate_tiles(const Node& n, const Ctx& c, int64_t i0, int64_t i1) {
         return j0 < j1 ? Ranges{{j0 / c.tile_n, (j1 - 1) / c.tile_n + 1}} : Ranges{};
     };
     switch (s.kind) {
-    case Kind::dense:
-    case Kind::file: return columns(0, c.seq_k);
-    case Kind::causal: return columns(0, i1);
-    case Kind::sliding: return columns(i0 - s.window, i1 + s.window);
-    case Kind::global: return i0 < s.global ? columns(0, c.seq_k) : columns(0, s.global);
-    case Kind::block_band: {
-        const int64_t b0 = i0 / s.block, b1 = (i1 - 1) / s.block;
-        const int64_t hi = std::min(b1 + s.window + 1, (c.seq_k + s.block - 1) / s.block);
-        return columns(std::max<int64_t>(b0 - s.window, 0) * s.block, hi * s.block);
-    }
-    case Kind::random: {
-        Ranges out;
-        for (const auto& [tc, kept] : n.covered) {
-            if (!out.empty() && out.back().second == tc) ++out.back().second;
-            else out.emplace_back(tc, tc + 1);
+        case Kind::dense:
+        case Kind::file: return columns(0, c.seq_k);
+        case Kind::causal: return columns(0, i1);
+        case Kind::sliding: return columns(i0 - s.window, i1 + s.window);
+        case Kind::global: return i0 < s.global ? columns(0, c.seq_k) : columns(0, s.global);
+        case Kind::block_band: {
+            const int64_t b0 = i0 / s.block, b1 = (i1 - 1) / s.block;
+            const int64_t hi = std::min(b1 + s.window + 1, (c.seq_k + s.block - 1) / s.block);
+            return columns(std::max<int64_t>(b0 - s.window, 0) * s.block, hi * s.block);
         }
-        return out;
-    }
-    case Kind::any: {
-        Ranges out;
-        for (const Node& child : n.children) out = unite(out, candidate_tiles(child, c, i0, i1));
-        return out;
-    }
-    case Kind::all: {
-        Ranges out = columns(0, c.seq_k);
-        for (const Node& child : n.children) out = intersect(out, candidate_tiles(child, c, i0, i1));
-        return out;
-    }
+        case Kind::random: {
+            Ranges out;
+            for (const auto& [tc, kept] : n.covered) {
+                if (!out.empty() && out.back().second == tc) ++out.back().second;
+                else out.emplace_back(tc, tc + 1);
+            }
+            return out;
+        }
+        case Kind::any: {
+            Ranges out;
+            for (const Node& child : n.children) out = unite(out, candidate_tiles(child, c, i0, i1));
+            return out;
+        }
+        case Kind::all: {
+            Ranges out = columns(0, c.seq_k);
+            for (const Node& child : n.children) out = intersect(out, candidate_tiles(child, c, i0, i1));
+            return out;
+        }
     }
     return columns(0, c.seq_k);
 }
@@ -183,46 +183,46 @@ TileClass classify(Node& n, const Ctx& c, const Tile& t) {
     const MaskSpec& s = *n.spec;
     TileClass k = TileClass::partial;
     switch (s.kind) {
-    case Kind::dense: k = TileClass::full; break;
-    case Kind::causal:
-        k = t.j0 > t.i1 - 1 ? TileClass::empty : t.j1 - 1 <= t.i0 ? TileClass::full : TileClass::partial;
-        break;
-    case Kind::sliding: k = band_class(t.i0, t.i1 - 1, t.j0, t.j1 - 1, s.window); break;
-    case Kind::global:
-        k = (t.i1 - 1 < s.global || t.j1 - 1 < s.global) ? TileClass::full
-            : (t.i0 >= s.global && t.j0 >= s.global)     ? TileClass::empty
-                                                          : TileClass::partial;
-        break;
-    case Kind::block_band:
-        k = band_class(t.i0 / s.block, (t.i1 - 1) / s.block, t.j0 / s.block, (t.j1 - 1) / s.block, s.window);
-        break;
-    case Kind::random: {
-        const auto it = std::lower_bound(n.covered.begin(), n.covered.end(), std::pair<int64_t, int64_t>{t.tc, 0});
-        const int64_t kept = it != n.covered.end() && it->first == t.tc ? it->second : 0;
-        k = kept == 0 ? TileClass::empty : kept == (t.i1 - t.i0) * (t.j1 - t.j0) ? TileClass::full : TileClass::partial;
-        break;
-    }
-    case Kind::file: k = TileClass::partial; break;
-    case Kind::any: {
-        bool all_empty = true;
-        for (Node& child : n.children) {
-            const TileClass ck = classify(child, c, t);
-            if (ck == TileClass::full) return n.cls = TileClass::full;
-            all_empty = all_empty && ck == TileClass::empty;
+        case Kind::dense: k = TileClass::full; break;
+        case Kind::causal:
+            k = t.j0 > t.i1 - 1 ? TileClass::empty : t.j1 - 1 <= t.i0 ? TileClass::full : TileClass::partial;
+            break;
+        case Kind::sliding: k = band_class(t.i0, t.i1 - 1, t.j0, t.j1 - 1, s.window); break;
+        case Kind::global:
+            k = (t.i1 - 1 < s.global || t.j1 - 1 < s.global) ? TileClass::full
+                : (t.i0 >= s.global && t.j0 >= s.global)     ? TileClass::empty
+                                                             : TileClass::partial;
+            break;
+        case Kind::block_band:
+            k = band_class(t.i0 / s.block, (t.i1 - 1) / s.block, t.j0 / s.block, (t.j1 - 1) / s.block, s.window);
+            break;
+        case Kind::random: {
+            const auto it = std::lower_bound(n.covered.begin(), n.covered.end(), std::pair<int64_t, int64_t>{t.tc, 0});
+            const int64_t kept = it != n.covered.end() && it->first == t.tc ? it->second : 0;
+            k = kept == 0 ? TileClass::empty : kept == (t.i1 - t.i0) * (t.j1 - t.j0) ? TileClass::full : TileClass::partial;
+            break;
         }
-        k = all_empty ? TileClass::empty : TileClass::partial;
-        break;
-    }
-    case Kind::all: {
-        bool all_full = true;
-        for (Node& child : n.children) {
-            const TileClass ck = classify(child, c, t);
-            if (ck == TileClass::empty) return n.cls = TileClass::empty;
-            all_full = all_full && ck == TileClass::full;
+        case Kind::file: k = TileClass::partial; break;
+        case Kind::any: {
+            bool all_empty = true;
+            for (Node& child : n.children) {
+                const TileClass ck = classify(child, c, t);
+                if (ck == TileClass::full) return n.cls = TileClass::full;
+                all_empty = all_empty && ck == TileClass::empty;
+            }
+            k = all_empty ? TileClass::empty : TileClass::partial;
+            break;
         }
-        k = all_full ? TileClass::full : TileClass::partial;
-        break;
-    }
+        case Kind::all: {
+            bool all_full = true;
+            for (Node& child : n.children) {
+                const TileClass ck = classify(child, c, t);
+                if (ck == TileClass::empty) return n.cls = TileClass::empty;
+                all_full = all_full && ck == TileClass::full;
+            }
+            k = all_full ? TileClass::full : TileClass::partial;
+            break;
+        }
     }
     return n.cls = k;
 }
@@ -236,28 +236,29 @@ void row_bits(Node& n, const Ctx& c, const Tile& t, uint64_t* out) {
         const int64_t i = t.i0 + r;
         uint64_t* row = out + r * rw;
         switch (s.kind) {
-        case Kind::dense: set_range(row, 0, width, width); break;
-        case Kind::causal: set_range(row, 0, i - t.j0 + 1, width); break;
-        case Kind::sliding: set_range(row, i - s.window - t.j0, i + s.window + 1 - t.j0, width); break;
-        case Kind::global: set_range(row, 0, i < s.global ? width : s.global - t.j0, width); break;
-        case Kind::block_band: {
-            const int64_t bi = i / s.block;
-            set_range(row, std::max<int64_t>(bi - s.window, 0) * s.block - t.j0, (bi + s.window + 1) * s.block - t.j0, width);
-            break;
-        }
-        case Kind::random: {
-            const auto& cols = n.chosen[static_cast<size_t>(i / s.block - n.block_row0)];
-            for (auto it = std::lower_bound(cols.begin(), cols.end(), t.j0 / s.block); it != cols.end() && *it * s.block < t.j1;
-                 ++it)
-                set_range(row, *it * s.block - t.j0, (*it + 1) * s.block - t.j0, width);
-            break;
-        }
-        case Kind::file:
-            for (int64_t j = 0; j < width; ++j)
-                if (s.file->at(c.b, c.h, i, t.j0 + j)) row[j / 64] |= uint64_t{1} << (j % 64);
-            break;
-        case Kind::any:
-        case Kind::all: break;
+            case Kind::dense: set_range(row, 0, width, width); break;
+            case Kind::causal: set_range(row, 0, i - t.j0 + 1, width); break;
+            case Kind::sliding: set_range(row, i - s.window - t.j0, i + s.window + 1 - t.j0, width); break;
+            case Kind::global: set_range(row, 0, i < s.global ? width : s.global - t.j0, width); break;
+            case Kind::block_band: {
+                const int64_t bi = i / s.block;
+                set_range(row, std::max<int64_t>(bi - s.window, 0) * s.block - t.j0, (bi + s.window + 1) * s.block - t.j0,
+                          width);
+                break;
+            }
+            case Kind::random: {
+                const auto& cols = n.chosen[static_cast<size_t>(i / s.block - n.block_row0)];
+                for (auto it = std::lower_bound(cols.begin(), cols.end(), t.j0 / s.block);
+                     it != cols.end() && *it * s.block < t.j1; ++it)
+                    set_range(row, *it * s.block - t.j0, (*it + 1) * s.block - t.j0, width);
+                break;
+            }
+            case Kind::file:
+                for (int64_t j = 0; j < width; ++j)
+                    if (s.file->at(c.b, c.h, i, t.j0 + j)) row[j / 64] |= uint64_t{1} << (j % 64);
+                break;
+            case Kind::any:
+            case Kind::all: break;
         }
     }
     if (s.kind == Kind::any) {
@@ -281,8 +282,8 @@ void row_bits(Node& n, const Ctx& c, const Tile& t, uint64_t* out) {
 SparseMask build_mask(const MaskSpec& spec_in, int64_t seq_q, int64_t seq_k, int tile_m, int tile_n, int64_t heads,
                       int64_t batch) {
     constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
-    STOF_CHECK(seq_q >= 0 && seq_k >= 0 && seq_q <= kMax && seq_k <= kMax, "mask size {}x{} is out of range [0, {}]",
-               seq_q, seq_k, kMax);
+    STOF_CHECK(seq_q >= 0 && seq_k >= 0 && seq_q <= kMax && seq_k <= kMax, "mask size {}x{} is out of range [0, {}]", seq_q,
+               seq_k, kMax);
     STOF_CHECK(tile_m >= 8 && tile_n >= 8 && tile_m <= 256 && tile_n <= 256 && tile_m % 8 == 0 && tile_n % 8 == 0,
                "mask tile {}x{}: each side must be a multiple of 8 in 8..256", tile_m, tile_n);
     MaskSpec spec = spec_in;
@@ -317,13 +318,15 @@ SparseMask build_mask(const MaskSpec& spec_in, int64_t seq_q, int64_t seq_k, int
                         row_bits(root, c, t, bits.data());
                         const int64_t rows = t.i1 - t.i0, width = t.j1 - t.j0;
                         int64_t kept = 0;
-                        for (int64_t w = 0; w < rows * c.row_words; ++w) kept += __builtin_popcountll(bits[static_cast<size_t>(w)]);
+                        for (int64_t w = 0; w < rows * c.row_words; ++w)
+                            kept += __builtin_popcountll(bits[static_cast<size_t>(w)]);
                         k = kept == 0 ? TileClass::empty : kept == rows * width ? TileClass::full : TileClass::partial;
                         if (k == TileClass::partial) {
                             std::fill(words.begin(), words.end(), 0);
                             for (int64_t r = 0; r < rows; ++r)
                                 for (int64_t c8 = 0; c8 < (width + 7) / 8; ++c8) {
-                                    const uint64_t byte = (bits[static_cast<size_t>(r * c.row_words + c8 / 8)] >> (c8 % 8 * 8)) & 0xff;
+                                    const uint64_t byte =
+                                        (bits[static_cast<size_t>(r * c.row_words + c8 / 8)] >> (c8 % 8 * 8)) & 0xff;
                                     words[static_cast<size_t>(r / 8 * wc + c8)] |= byte << (r % 8 * 8);
                                 }
                         }

@@ -24,7 +24,7 @@ namespace stof {
 // (0 = accept any). The result has mask_batch × mask_heads patterns: 1 × 1
 // without files, else the broadcast of the files' [B, H]. file: atoms not yet
 // loaded (load_mask_files) are read here.
-SparseMask build_mask(const MaskSpec& spec, int64_t seq_q, int64_t seq_k, int tile_m = 64, int tile_n = 64,
-                      int64_t heads = 0, int64_t batch = 0);
+SparseMask build_mask(const MaskSpec& spec, int64_t seq_q, int64_t seq_k, int tile_m = 64, int tile_n = 64, int64_t heads = 0,
+                      int64_t batch = 0);
 
 }  // namespace stof

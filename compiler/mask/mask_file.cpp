@@ -40,8 +40,8 @@ void load_mask_files(MaskSpec& spec, int64_t seq_q, int64_t seq_k, int64_t heads
         STOF_CHECK(f.rows == seq_q && f.cols == seq_k, "mask file {} was loaded for {}x{}, used for {}x{}", f.path, f.rows,
                    f.cols, seq_q, seq_k);
         STOF_CHECK((heads <= 0 || f.heads == 1 || f.heads == heads) && (batch <= 0 || f.batch == 1 || f.batch == batch),
-                   "mask file {} has batch {}, heads {}; the attention has batch {}, heads {}", f.path, f.batch, f.heads,
-                   batch, heads);
+                   "mask file {} has batch {}, heads {}; the attention has batch {}, heads {}", f.path, f.batch, f.heads, batch,
+                   heads);
     }
     for (MaskSpec& c : spec.children) load_mask_files(c, seq_q, seq_k, heads, batch);
 }

@@ -45,7 +45,9 @@ Image render(const SparseMask& m, int32_t p, int max_px) {
             const int64_t j0 = tc * m.tile_n, j1 = std::min(cols, j0 + m.tile_n);
             std::vector<double>& area = b < 0 ? full : part;
             for_pixels(i0, i1, d, [&](int64_t y, int64_t hy) {
-                for_pixels(j0, j1, d, [&](int64_t x, int64_t wx) { area[static_cast<size_t>(y * pw + x)] += static_cast<double>(hy * wx); });
+                for_pixels(j0, j1, d, [&](int64_t x, int64_t wx) {
+                    area[static_cast<size_t>(y * pw + x)] += static_cast<double>(hy * wx);
+                });
             });
             if (b < 0) continue;
             const uint64_t* words = m.bitmaps.data() + static_cast<size_t>(b) * m.words_per_tile();
@@ -68,13 +70,16 @@ Image render(const SparseMask& m, int32_t p, int max_px) {
         for (int64_t x = 0; x < img.width; ++x) {
             const int64_t py = y / s, px = x / s;
             const size_t k = static_cast<size_t>(py * pw + px);
-            const double area = static_cast<double>((std::min(rows, (py + 1) * d) - py * d) * (std::min(cols, (px + 1) * d) - px * d));
+            const double area = static_cast<double>((std::min(rows, (py + 1) * d) - py * d) *
+                                                    (std::min(cols, (px + 1) * d) - px * d));
             const double f = full[k], pk = kept[k], pm = part[k] - kept[k], e = area - full[k] - part[k];
-            const bool border = (grid_rows && y % s == 0 && starts_tile(py, m.tile_m)) || (grid_cols && x % s == 0 && starts_tile(px, m.tile_n));
+            const bool border = (grid_rows && y % s == 0 && starts_tile(py, m.tile_m)) ||
+                                (grid_cols && x % s == 0 && starts_tile(px, m.tile_n));
             for (int ch = 0; ch < 3; ++ch) {
                 double v = (e * kEmpty[ch] + f * kFull[ch] + pk * kPartialKept[ch] + pm * kPartialMasked[ch]) / area;
                 if (border) v *= 0.82;
-                img.rgb[static_cast<size_t>((y * img.width + x) * 3 + ch)] = static_cast<uint8_t>(std::clamp(v + 0.5, 0.0, 255.0));
+                img.rgb[static_cast<size_t>((y * img.width + x) * 3 + ch)] = static_cast<uint8_t>(
+                    std::clamp(v + 0.5, 0.0, 255.0));
             }
         }
     return img;

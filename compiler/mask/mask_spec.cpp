@@ -13,9 +13,7 @@ constexpr int64_t kMaxParam = std::numeric_limits<int32_t>::max();
 // Deepest nesting of parentheses: the parser, builder and evaluator recurse once per level.
 constexpr int kMaxDepth = 64;
 
-bool is_delim(char c) {
-    return c == '|' || c == '&' || c == '(' || c == ')' || std::isspace(static_cast<unsigned char>(c));
-}
+bool is_delim(char c) { return c == '|' || c == '&' || c == '(' || c == ')' || std::isspace(static_cast<unsigned char>(c)); }
 
 class Parser {
 public:
@@ -78,14 +76,14 @@ private:
         }
         if (s_[pos_] == '(') {
             const size_t open = pos_++;
-            if (++depth_ > kMaxDepth)
-                fail(fmt::format("\"(\" at column {} nests deeper than {} levels", open + 1, kMaxDepth));
+            if (++depth_ > kMaxDepth) fail(fmt::format("\"(\" at column {} nests deeper than {} levels", open + 1, kMaxDepth));
             MaskSpec m = parse_union();
             --depth_;
             skip_ws();
             if (pos_ == s_.size() || s_[pos_] != ')')
-                fail(fmt::format("\"(\" at column {} is not closed{}", open + 1,
-                                 pos_ == s_.size() ? "" : fmt::format(" (found \"{}\" at column {})", s_.substr(pos_), pos_ + 1)));
+                fail(fmt::format(
+                    "\"(\" at column {} is not closed{}", open + 1,
+                    pos_ == s_.size() ? "" : fmt::format(" (found \"{}\" at column {})", s_.substr(pos_), pos_ + 1)));
             ++pos_;
             return m;
         }
@@ -193,8 +191,8 @@ private:
             rnd.count = integer(3, "R", 0);
             rnd.seed = seed(4);
             m.kind = MaskSpec::Kind::any;
-            m.shorthand = fmt::format("bigbird:{}:{}:{}:{}:{}", band.block, band.window, glob.global / band.block,
-                                      rnd.count, rnd.seed);
+            m.shorthand = fmt::format("bigbird:{}:{}:{}:{}:{}", band.block, band.window, glob.global / band.block, rnd.count,
+                                      rnd.seed);
             m.children = {band, glob, rnd};
         } else if (name == "file") {
             expect(1, "file:PATH.npy");
@@ -211,33 +209,34 @@ private:
 void append(std::string& out, const MaskSpec& s, bool inside_all) {
     using K = MaskSpec::Kind;
     switch (s.kind) {
-    case K::dense: out += "dense"; return;
-    case K::causal: out += "causal"; return;
-    case K::sliding: out += fmt::format("sliding:{}", s.window); return;
-    case K::global: out += fmt::format("global:{}", s.global); return;
-    case K::random: out += fmt::format("random:{}:{}:{}", s.block, s.count, s.seed); return;
-    case K::block_band: out += fmt::format("band:{}:{}", s.block, s.window); return;
-    case K::file: {
-        bool plain = !s.path.empty();
-        for (char c : s.path) plain = plain && !is_delim(c) && c != '\'' && c != '"';
-        out += plain ? "file:" + s.path : (s.path.find('\'') == std::string::npos ? "file:'" + s.path + "'" : "file:\"" + s.path + "\"");
-        return;
-    }
-    case K::any:
-    case K::all: {
-        if (!s.shorthand.empty()) {
-            out += s.shorthand;
+        case K::dense: out += "dense"; return;
+        case K::causal: out += "causal"; return;
+        case K::sliding: out += fmt::format("sliding:{}", s.window); return;
+        case K::global: out += fmt::format("global:{}", s.global); return;
+        case K::random: out += fmt::format("random:{}:{}:{}", s.block, s.count, s.seed); return;
+        case K::block_band: out += fmt::format("band:{}:{}", s.block, s.window); return;
+        case K::file: {
+            bool plain = !s.path.empty();
+            for (char c : s.path) plain = plain && !is_delim(c) && c != '\'' && c != '"';
+            out += plain ? "file:" + s.path
+                         : (s.path.find('\'') == std::string::npos ? "file:'" + s.path + "'" : "file:\"" + s.path + "\"");
             return;
         }
-        const bool parens = s.kind == K::any && inside_all;
-        if (parens) out += '(';
-        for (size_t k = 0; k < s.children.size(); ++k) {
-            if (k > 0) out += s.kind == K::any ? " | " : " & ";
-            append(out, s.children[k], s.kind == K::all);
+        case K::any:
+        case K::all: {
+            if (!s.shorthand.empty()) {
+                out += s.shorthand;
+                return;
+            }
+            const bool parens = s.kind == K::any && inside_all;
+            if (parens) out += '(';
+            for (size_t k = 0; k < s.children.size(); ++k) {
+                if (k > 0) out += s.kind == K::any ? " | " : " & ";
+                append(out, s.children[k], s.kind == K::all);
+            }
+            if (parens) out += ')';
+            return;
         }
-        if (parens) out += ')';
-        return;
-    }
     }
 }
 

@@ -33,12 +33,12 @@ struct MaskSpec {
         all,         // intersection of children
     };
     Kind kind = Kind::dense;
-    int64_t window = 0;  // sliding, block_band
-    int64_t global = 0;  // global
-    int64_t block = 0;   // random, block_band
-    int64_t count = 0;   // random
-    uint64_t seed = 0;   // random
-    std::string path;    // file
+    int64_t window = 0;                    // sliding, block_band
+    int64_t global = 0;                    // global
+    int64_t block = 0;                     // random, block_band
+    int64_t count = 0;                     // random
+    uint64_t seed = 0;                     // random
+    std::string path;                      // file
     std::shared_ptr<const MaskFile> file;  // file: the checked data once load_mask_files ran, else null
     std::vector<MaskSpec> children;        // any, all (two or more)
     std::string shorthand;                 // "longformer:W:G" / "bigbird:B:W:G:R:SEED" for the union it stands for

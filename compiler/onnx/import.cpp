@@ -28,8 +28,7 @@ ir::AttrValue attr_from_onnx(const onnx::AttributeProto& a, const std::string& n
         case onnx::AttributeProto::TENSOR: return tensor_from_onnx(a.t(), base_dir);
         default: break;
     }
-    STOF_FAIL("{}: attribute '{}' has a type stofc does not support ({})", node_label, a.name(),
-              static_cast<int>(a.type()));
+    STOF_FAIL("{}: attribute '{}' has a type stofc does not support ({})", node_label, a.name(), static_cast<int>(a.type()));
 }
 
 // Nodes in an order where every value is produced before it is read: the model's order
@@ -37,8 +36,8 @@ ir::AttrValue attr_from_onnx(const onnx::AttributeProto& a, const std::string& n
 std::vector<const onnx::NodeProto*> topological_nodes(const onnx::GraphProto& g, const std::unordered_set<std::string>& ready0) {
     std::unordered_set<std::string> ready = ready0;
     const int n = g.node_size();
-    std::vector<int> missing(static_cast<size_t>(n), 0);                 // per node: distinct inputs not yet ready
-    std::unordered_map<std::string, std::vector<int>> waiting;           // value -> nodes waiting for it
+    std::vector<int> missing(static_cast<size_t>(n), 0);                  // per node: distinct inputs not yet ready
+    std::unordered_map<std::string, std::vector<int>> waiting;            // value -> nodes waiting for it
     std::priority_queue<int, std::vector<int>, std::greater<int>> queue;  // ready nodes, smallest index first
     for (int i = 0; i < n; ++i) {
         std::unordered_set<std::string> seen;
@@ -109,7 +108,8 @@ ir::Graph import_onnx_bytes(const std::string& bytes, const std::string& base_di
         stream.SetTotalBytesLimit(INT32_MAX);
         STOF_CHECK(bytes.size() < INT32_MAX,
                    "{}: the model file is larger than 2 GB; store its weights as external data "
-                   "(onnx.save_model(..., save_as_external_data=True))", what);
+                   "(onnx.save_model(..., save_as_external_data=True))",
+                   what);
         STOF_CHECK(model.ParseFromCodedStream(&stream) && stream.ConsumedEntireMessage(),
                    "{}: not a valid ONNX model (the protobuf does not parse: truncated or corrupt file?)", what);
     }
@@ -166,7 +166,8 @@ ir::Graph import_onnx_bytes(const std::string& bytes, const std::string& base_di
         std::string name = np->name();
         if (name.empty() || node_names.count(name)) {
             const std::string base = name.empty() ? np->op_type() : name;
-            do name = fmt::format("{}_{}", base, unnamed++); while (node_names.count(name));
+            do name = fmt::format("{}_{}", base, unnamed++);
+            while (node_names.count(name));
         }
         node_names.insert(name);
         const std::string label = fmt::format("{} node '{}'", np->op_type(), name);
@@ -174,8 +175,8 @@ ir::Graph import_onnx_bytes(const std::string& bytes, const std::string& base_di
 
         for (const auto& f : model.functions())
             if (f.name() == np->op_type() && f.domain() == np->domain())
-                STOF_FAIL("{}: calls the model-local function '{}.{}'; stofc does not inline ONNX functions", label,
-                          f.domain(), f.name());
+                STOF_FAIL("{}: calls the model-local function '{}.{}'; stofc does not inline ONNX functions", label, f.domain(),
+                          f.name());
         STOF_CHECK(domain == "ai.onnx",
                    "{}: op '{}' from domain '{}' is not supported (stofc reads the default ai.onnx domain, opsets {}-{}). "
                    "Export without runtime-specific optimisations",
@@ -220,8 +221,8 @@ ir::Graph import_onnx_bytes(const std::string& bytes, const std::string& base_di
             for (int64_t o = 1; o <= kMaxOpset; ++o) other_opset = other_opset || find_onnx_op(np->op_type(), o);
             if (other_opset)
                 STOF_FAIL("{}: op '{}' is not supported at opset {} (domain ai.onnx)", label, np->op_type(), opset);
-            STOF_FAIL("{}: op '{}' (domain ai.onnx, opset {}) is not supported. Supported ops: {}", label,
-                      np->op_type(), opset, known_onnx_ops());
+            STOF_FAIL("{}: op '{}' (domain ai.onnx, opset {}) is not supported. Supported ops: {}", label, np->op_type(), opset,
+                      known_onnx_ops());
         }
 
         ir::Node n;
@@ -231,8 +232,8 @@ ir::Graph import_onnx_bytes(const std::string& bytes, const std::string& base_di
         while (!n.inputs.empty() && n.inputs.back() == ir::kNoValue) n.inputs.pop_back();
         for (const auto& a : np->attribute()) {
             STOF_CHECK(!a.name().empty(), "{}: an attribute has no name", label);
-            STOF_CHECK(accepts_attribute(*entry, a.name()), "{}: op '{}' has no attribute '{}'{}{}", label,
-                       np->op_type(), a.name(), entry->attrs.empty() ? " (it takes none)" : " (it takes: ",
+            STOF_CHECK(accepts_attribute(*entry, a.name()), "{}: op '{}' has no attribute '{}'{}{}", label, np->op_type(),
+                       a.name(), entry->attrs.empty() ? " (it takes none)" : " (it takes: ",
                        entry->attrs.empty() ? std::string() : std::string(entry->attrs) + ")");
             STOF_CHECK(!n.attrs.has(a.name()), "{}: attribute '{}' is given twice", label, a.name());
             n.attrs.set(a.name(), attr_from_onnx(a, label, base_dir));
@@ -278,7 +279,8 @@ ir::Graph import_onnx_file(const std::string& path) {
     const RegularFile f(path, "model file");
     STOF_CHECK(f.size() < INT32_MAX,
                "{}: the model file is {} bytes, larger than 2 GB; store its weights as external data "
-               "(onnx.save_model(..., save_as_external_data=True))", path, f.size());
+               "(onnx.save_model(..., save_as_external_data=True))",
+               path, f.size());
     std::error_code ec;
     ProgressPhase phase(fmt::format("importing {} ({:.1f} MB)", path, static_cast<double>(f.size()) / 1e6));
     const fs::path dir = fs::canonical(fs::absolute(path).parent_path(), ec);

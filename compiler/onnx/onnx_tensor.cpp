@@ -21,8 +21,10 @@ DType dtype_from_onnx(int32_t t, const std::string& what) {
         case onnx::TensorProto::BOOL: return DType::boolean;
         default: break;
     }
-    STOF_FAIL("{}: ONNX element type {} is not supported (supported: float, float16, bfloat16, double, int64, int32, "
-              "int8, uint8, bool)", what, t);
+    STOF_FAIL(
+        "{}: ONNX element type {} is not supported (supported: float, float16, bfloat16, double, int64, int32, "
+        "int8, uint8, bool)",
+        what, t);
 }
 
 namespace {
@@ -62,7 +64,8 @@ std::string read_external(const onnx::TensorProto& t, const std::string& base_di
     const auto [r, f] = std::mismatch(root.begin(), root.end(), file.begin(), file.end());
     STOF_CHECK(r == root.end() && f != file.end(),
                "{}: external data path '{}' resolves to '{}', outside the model's folder '{}' (symbolic links may not "
-               "leave it)", what, location, file.string(), root.string());
+               "leave it)",
+               what, location, file.string(), root.string());
     if (length < 0) length = static_cast<int64_t>(expected);
     STOF_CHECK(offset >= 0 && static_cast<size_t>(length) == expected,
                "{}: external data length {} does not match the tensor's {} bytes", what, length, expected);
@@ -99,8 +102,8 @@ Tensor tensor_from_onnx(const onnx::TensorProto& t, const std::string& base_dir)
         const std::string bytes = read_external(t, base_dir, nbytes);
         out.bytes.assign(bytes.begin(), bytes.end());
     } else if (t.has_raw_data()) {
-        STOF_CHECK(t.raw_data().size() == nbytes, "{}: raw data has {} bytes but {}{} needs {}", what,
-                   t.raw_data().size(), dtype_name(dtype), shape_str(shape), nbytes);
+        STOF_CHECK(t.raw_data().size() == nbytes, "{}: raw data has {} bytes but {}{} needs {}", what, t.raw_data().size(),
+                   dtype_name(dtype), shape_str(shape), nbytes);
         out.bytes.assign(t.raw_data().begin(), t.raw_data().end());
     } else {
         // The typed field this dtype is stored in, checked before anything is allocated.
@@ -109,9 +112,12 @@ Tensor tensor_from_onnx(const onnx::TensorProto& t, const std::string& base_dir)
             case DType::f32: held = t.float_data_size(); break;
             case DType::f64: held = t.double_data_size(); break;
             case DType::i64: held = t.int64_data_size(); break;
-            case DType::i32: case DType::f16: case DType::bf16: case DType::i8: case DType::u8: case DType::boolean:
-                held = t.int32_data_size();
-                break;
+            case DType::i32:
+            case DType::f16:
+            case DType::bf16:
+            case DType::i8:
+            case DType::u8:
+            case DType::boolean: held = t.int32_data_size(); break;
             case DType::undefined: break;
         }
         STOF_CHECK(held == count, "{}: holds {} values but shape {} needs {}", what, held, shape_str(shape), count);
@@ -122,10 +128,11 @@ Tensor tensor_from_onnx(const onnx::TensorProto& t, const std::string& base_dir)
                 case DType::f64: out.data<double>()[i] = t.double_data(i); break;
                 case DType::i64: out.data<int64_t>()[i] = t.int64_data(i); break;
                 case DType::i32: out.data<int32_t>()[i] = t.int32_data(i); break;
-                case DType::f16: case DType::bf16: out.data<uint16_t>()[i] = static_cast<uint16_t>(t.int32_data(i)); break;
-                case DType::i8: case DType::u8: case DType::boolean:
-                    out.data<uint8_t>()[i] = static_cast<uint8_t>(t.int32_data(i));
-                    break;
+                case DType::f16:
+                case DType::bf16: out.data<uint16_t>()[i] = static_cast<uint16_t>(t.int32_data(i)); break;
+                case DType::i8:
+                case DType::u8:
+                case DType::boolean: out.data<uint8_t>()[i] = static_cast<uint8_t>(t.int32_data(i)); break;
                 case DType::undefined: break;
             }
         }

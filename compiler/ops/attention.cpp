@@ -38,8 +38,8 @@ void check_pattern(const Node& n, const std::vector<InferInput>& in, size_t k, c
     const Shape& s = in[k].shape;
     const bool ok = (s.size() == 2 || s.size() == 4) && s[s.size() - 2] == sq && s.back() == sk &&
                     (s.size() == 2 || ((s[0] == 1 || s[0] == b) && (s[1] == 1 || s[1] == h)));
-    STOF_CHECK(ok, "{}: {} of shape {} must be [{},{}] or [1|{},1|{},{},{}]", n.label(), what, shape_str(s), sq, sk, b, h,
-               sq, sk);
+    STOF_CHECK(ok, "{}: {} of shape {} must be [{},{}] or [1|{},1|{},{},{}]", n.label(), what, shape_str(s), sq, sk, b, h, sq,
+               sk);
 }
 
 }  // namespace
@@ -67,8 +67,8 @@ std::vector<TensorType> infer_SparseAttention(const Node& n, const std::vector<I
     check_pattern(n, in, 4, "bias", q.b, q.h, q.s, k.s);
     if (in.size() > 3 && in[3].present) STOF_CHECK(in[3].dtype == DType::boolean, "{}: keep must be bool", n.label());
     if (in.size() > 5 && in[5].present)
-        STOF_CHECK(in[5].shape == Shape({q.b, k.s}) && !is_float(in[5].dtype), "{}: padding must be integer [{},{}]",
-                   n.label(), q.b, k.s);
+        STOF_CHECK(in[5].shape == Shape({q.b, k.s}) && !is_float(in[5].dtype), "{}: padding must be integer [{},{}]", n.label(),
+                   q.b, k.s);
     return {{in[0].dtype, attention_shape(q, l.o)}};
 }
 
@@ -102,14 +102,16 @@ std::vector<Tensor> eval_SparseAttention(const Node& n, const Inputs& in, const 
                     if (!on) continue;
                     double dot = 0;
                     for (int64_t d = 0; d < D; ++d)
-                        dot += q.get_f64(q0 + b * qs.b + h * qs.h + i * qs.s + d) * k.get_f64(k0 + b * ks.b + hk * ks.h + j * ks.s + d);
+                        dot += q.get_f64(q0 + b * qs.b + h * qs.h + i * qs.s + d) *
+                               k.get_f64(k0 + b * ks.b + hk * ks.h + j * ks.s + d);
                     double x = scale * dot + (bias ? bias->get_f64(pattern_index(bias->shape, b, h, i, j)) : 0.0);
                     s[static_cast<size_t>(j)] = x;
                     mx = std::max(mx, x);
                 }
                 double sum = 0;
                 for (int64_t j = 0; j < Sk; ++j)
-                    if (kept[static_cast<size_t>(j)]) sum += (s[static_cast<size_t>(j)] = std::exp(s[static_cast<size_t>(j)] - mx));
+                    if (kept[static_cast<size_t>(j)])
+                        sum += (s[static_cast<size_t>(j)] = std::exp(s[static_cast<size_t>(j)] - mx));
                 for (int64_t d = 0; d < D; ++d) {
                     double acc = 0;
                     if (sum > 0)

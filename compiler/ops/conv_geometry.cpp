@@ -7,9 +7,8 @@ namespace stof::ir::ops {
 namespace {
 
 // The spatial fields of g from per-axis vectors of 1 or 2 entries (pads: begins, then ends).
-void set_spatial(ConvGeom& g, const std::vector<int64_t>& in, const std::vector<int64_t>& ks,
-                 const std::vector<int64_t>& out, const std::vector<int64_t>& strides, const std::vector<int64_t>& dil,
-                 const std::vector<int64_t>& pads) {
+void set_spatial(ConvGeom& g, const std::vector<int64_t>& in, const std::vector<int64_t>& ks, const std::vector<int64_t>& out,
+                 const std::vector<int64_t>& strides, const std::vector<int64_t>& dil, const std::vector<int64_t>& pads) {
     const size_t sp = in.size();
     const bool two = sp == 2;
     g.h = two ? in[0] : 1;
@@ -31,8 +30,7 @@ void set_spatial(ConvGeom& g, const std::vector<int64_t>& in, const std::vector<
 ConvGeom conv_geometry(const Node& n, const Shape& x, const Shape& wt) {
     const size_t sp = x.size() - 2;
     STOF_CHECK((x.size() == 3 || x.size() == 4) && wt.size() == x.size(),
-               "{}: only 1-D and 2-D convolutions are supported (input {}, weight {})", n.label(), shape_str(x),
-               shape_str(wt));
+               "{}: only 1-D and 2-D convolutions are supported (input {}, weight {})", n.label(), shape_str(x), shape_str(wt));
     ConvGeom g{};
     g.batch = x[0];
     g.cin = x[1];
@@ -41,8 +39,7 @@ ConvGeom conv_geometry(const Node& n, const Shape& x, const Shape& wt) {
     STOF_CHECK(g.group >= 1 && g.cin % g.group == 0 && g.cout % g.group == 0 && wt[1] * g.group == g.cin,
                "{}: channels {} / weight {} do not match group {}", n.label(), g.cin, shape_str(wt), g.group);
     const std::vector<int64_t> ks = n.attrs.ints("kernel_shape", std::vector<int64_t>(wt.begin() + 2, wt.end()));
-    STOF_CHECK(ks == std::vector<int64_t>(wt.begin() + 2, wt.end()), "{}: kernel_shape disagrees with the weight",
-               n.label());
+    STOF_CHECK(ks == std::vector<int64_t>(wt.begin() + 2, wt.end()), "{}: kernel_shape disagrees with the weight", n.label());
     const std::vector<int64_t> strides = n.attrs.ints("strides", std::vector<int64_t>(sp, 1));
     const std::vector<int64_t> dil = n.attrs.ints("dilations", std::vector<int64_t>(sp, 1));
     std::vector<int64_t> pads = n.attrs.ints("pads", std::vector<int64_t>(2 * sp, 0));
@@ -74,8 +71,8 @@ ConvGeom conv_geometry(const Node& n, const Shape& x, const Shape& wt) {
 ConvGeom conv_transpose_geometry(const Node& n, const Shape& x, const Shape& wt) {
     const size_t sp = x.size() - 2;
     STOF_CHECK((x.size() == 3 || x.size() == 4) && wt.size() == x.size(),
-               "{}: only 1-D and 2-D transposed convolutions are supported (input {}, weight {})", n.label(),
-               shape_str(x), shape_str(wt));
+               "{}: only 1-D and 2-D transposed convolutions are supported (input {}, weight {})", n.label(), shape_str(x),
+               shape_str(wt));
     ConvGeom g{};
     g.batch = x[0];
     g.cin = x[1];

@@ -14,8 +14,7 @@ namespace {
 using Inputs = std::vector<const Tensor*>;
 using Types = std::vector<TensorType>;
 
-template <class FF, class FI>
-Tensor map_unary(const Tensor& x, const TensorType& out, FF ff, FI fi) {
+template <class FF, class FI> Tensor map_unary(const Tensor& x, const TensorType& out, FF ff, FI fi) {
     Tensor r(out.dtype, out.shape);
     const int64_t n = x.numel();
     if (is_float(x.dtype)) {
@@ -26,15 +25,13 @@ Tensor map_unary(const Tensor& x, const TensorType& out, FF ff, FI fi) {
     return r;
 }
 
-template <class FF>
-Tensor map_float(const Node& n, const Tensor& x, const TensorType& out, FF ff) {
+template <class FF> Tensor map_float(const Node& n, const Tensor& x, const TensorType& out, FF ff) {
     STOF_CHECK(is_float(x.dtype), "{}: needs a float input, got {}", n.label(), x.describe());
     return map_unary(x, out, ff, [](int64_t v) { return v; });
 }
 
 // Applies ff (float inputs) or fi (integer/bool inputs) across broadcast inputs.
-template <class FF, class FI>
-Tensor map_nary(const Inputs& in, const TensorType& out, FF ff, FI fi) {
+template <class FF, class FI> Tensor map_nary(const Inputs& in, const TensorType& out, FF ff, FI fi) {
     std::vector<const Shape*> shapes;
     for (const Tensor* t : in) shapes.push_back(&t->shape);
     Tensor r(out.dtype, out.shape);
@@ -44,7 +41,8 @@ Tensor map_nary(const Inputs& in, const TensorType& out, FF ff, FI fi) {
             double v[3];
             for (size_t k = 0; k < in.size() && k < 3; ++k) v[k] = in[k]->get_f64(idx[k]);
             const double res = ff(v, idx);
-            if (is_float(out.dtype)) r.set_f64(o, res); else r.set_i64(o, static_cast<int64_t>(res));
+            if (is_float(out.dtype)) r.set_f64(o, res);
+            else r.set_i64(o, static_cast<int64_t>(res));
         } else {
             int64_t v[3];
             for (size_t k = 0; k < in.size() && k < 3; ++k) v[k] = in[k]->get_i64(idx[k]);
@@ -54,10 +52,10 @@ Tensor map_nary(const Inputs& in, const TensorType& out, FF ff, FI fi) {
     return r;
 }
 
-template <class FF, class FI>
-std::vector<Tensor> binary(const Inputs& in, const Types& out, FF ff, FI fi) {
-    return {map_nary(in, out[0], [&](const double* v, const int64_t*) { return ff(v[0], v[1]); },
-                     [&](const int64_t* v, const int64_t*) { return fi(v[0], v[1]); })};
+template <class FF, class FI> std::vector<Tensor> binary(const Inputs& in, const Types& out, FF ff, FI fi) {
+    return {map_nary(
+        in, out[0], [&](const double* v, const int64_t*) { return ff(v[0], v[1]); },
+        [&](const int64_t* v, const int64_t*) { return fi(v[0], v[1]); })};
 }
 
 void check_same_dtypes(const Node& n, const std::vector<InferInput>& in) {
@@ -105,35 +103,36 @@ std::vector<TensorType> infer_Cast(const Node& n, const std::vector<InferInput>&
     return {{static_cast<DType>(n.attrs.i("to", 0)), in[0].shape}};
 }
 
-std::vector<TensorType> infer_CastLike(const Node&, const std::vector<InferInput>& in) {
-    return {{in[1].dtype, in[0].shape}};
-}
+std::vector<TensorType> infer_CastLike(const Node&, const std::vector<InferInput>& in) { return {{in[1].dtype, in[0].shape}}; }
 
 // --- unary ----------------------------------------------------------------
 
 std::vector<Tensor> eval_Identity(const Node&, const Inputs& in, const Types&) { return {*in[0]}; }
 
 std::vector<Tensor> eval_Abs(const Node&, const Inputs& in, const Types& out) {
-    return {map_unary(*in[0], out[0], [](double x) { return std::fabs(x); }, [](int64_t x) { return x < 0 ? -x : x; })};
+    return {map_unary(
+        *in[0], out[0], [](double x) { return std::fabs(x); }, [](int64_t x) { return x < 0 ? -x : x; })};
 }
 
 std::vector<Tensor> eval_Neg(const Node&, const Inputs& in, const Types& out) {
-    return {map_unary(*in[0], out[0], [](double x) { return -x; }, [](int64_t x) { return -x; })};
+    return {map_unary(
+        *in[0], out[0], [](double x) { return -x; }, [](int64_t x) { return -x; })};
 }
 
 std::vector<Tensor> eval_Sign(const Node&, const Inputs& in, const Types& out) {
-    return {map_unary(*in[0], out[0], [](double x) { return std::isnan(x) ? x : static_cast<double>((x > 0) - (x < 0)); },
-                      [](int64_t x) -> int64_t { return (x > 0) - (x < 0); })};
+    return {map_unary(
+        *in[0], out[0], [](double x) { return std::isnan(x) ? x : static_cast<double>((x > 0) - (x < 0)); },
+        [](int64_t x) -> int64_t { return (x > 0) - (x < 0); })};
 }
 
 std::vector<Tensor> eval_Relu(const Node&, const Inputs& in, const Types& out) {
-    return {map_unary(*in[0], out[0], [](double x) { return x < 0 ? 0.0 : x; },
-                      [](int64_t x) { return x < 0 ? int64_t{0} : x; })};
+    return {map_unary(
+        *in[0], out[0], [](double x) { return x < 0 ? 0.0 : x; }, [](int64_t x) { return x < 0 ? int64_t{0} : x; })};
 }
 
-#define STOF_FLOAT_UNARY(NAME, EXPR)                                                        \
-    std::vector<Tensor> eval_##NAME(const Node& n, const Inputs& in, const Types& out) {   \
-        return {map_float(n, *in[0], out[0], [](double x) { return EXPR; })};              \
+#define STOF_FLOAT_UNARY(NAME, EXPR)                                                     \
+    std::vector<Tensor> eval_##NAME(const Node& n, const Inputs& in, const Types& out) { \
+        return {map_float(n, *in[0], out[0], [](double x) { return EXPR; })};            \
     }
 STOF_FLOAT_UNARY(Sqrt, std::sqrt(x))
 STOF_FLOAT_UNARY(Reciprocal, 1.0 / x)
@@ -167,14 +166,14 @@ std::vector<Tensor> eval_IsNaN(const Node& n, const Inputs& in, const Types& out
 
 std::vector<Tensor> eval_IsInf(const Node& n, const Inputs& in, const Types& out) {
     const bool neg = n.attrs.i("detect_negative", 1) != 0, pos = n.attrs.i("detect_positive", 1) != 0;
-    return {map_float(n, *in[0], out[0], [=](double x) {
-        return std::isinf(x) && ((x > 0 && pos) || (x < 0 && neg)) ? 1.0 : 0.0;
-    })};
+    return {map_float(n, *in[0], out[0],
+                      [=](double x) { return std::isinf(x) && ((x > 0 && pos) || (x < 0 && neg)) ? 1.0 : 0.0; })};
 }
 
 std::vector<Tensor> eval_Not(const Node& n, const Inputs& in, const Types& out) {
     STOF_CHECK(in[0]->dtype == DType::boolean, "{}: needs a bool input", n.label());
-    return {map_unary(*in[0], out[0], [](double x) { return x == 0; }, [](int64_t x) -> int64_t { return x == 0; })};
+    return {map_unary(
+        *in[0], out[0], [](double x) { return x == 0; }, [](int64_t x) -> int64_t { return x == 0; })};
 }
 
 std::vector<Tensor> eval_Cast(const Node&, const Inputs& in, const Types& out) { return {cast(*in[0], out[0].dtype)}; }
@@ -190,33 +189,38 @@ std::vector<Tensor> eval_Clip(const Node& n, const Inputs& in, const Types& out)
     }
     const int64_t lo = in.size() > 1 && in[1] ? in[1]->get_i64(0) : std::numeric_limits<int64_t>::min();
     const int64_t hi = in.size() > 2 && in[2] ? in[2]->get_i64(0) : std::numeric_limits<int64_t>::max();
-    return {map_unary(*in[0], out[0], [](double x) { return x; }, [=](int64_t x) { return std::min(std::max(x, lo), hi); })};
+    return {map_unary(
+        *in[0], out[0], [](double x) { return x; }, [=](int64_t x) { return std::min(std::max(x, lo), hi); })};
 }
 
 // --- binary -----------------------------------------------------------------
 
 std::vector<Tensor> eval_Add(const Node&, const Inputs& in, const Types& out) {
-    return binary(in, out, [](double a, double b) { return a + b; }, [](int64_t a, int64_t b) { return a + b; });
+    return binary(
+        in, out, [](double a, double b) { return a + b; }, [](int64_t a, int64_t b) { return a + b; });
 }
 
 std::vector<Tensor> eval_Sub(const Node&, const Inputs& in, const Types& out) {
-    return binary(in, out, [](double a, double b) { return a - b; }, [](int64_t a, int64_t b) { return a - b; });
+    return binary(
+        in, out, [](double a, double b) { return a - b; }, [](int64_t a, int64_t b) { return a - b; });
 }
 
 std::vector<Tensor> eval_Mul(const Node&, const Inputs& in, const Types& out) {
-    return binary(in, out, [](double a, double b) { return a * b; }, [](int64_t a, int64_t b) { return a * b; });
+    return binary(
+        in, out, [](double a, double b) { return a * b; }, [](int64_t a, int64_t b) { return a * b; });
 }
 
 std::vector<Tensor> eval_Div(const Node& n, const Inputs& in, const Types& out) {
-    return binary(in, out, [](double a, double b) { return a / b; }, [&](int64_t a, int64_t b) {
-        STOF_CHECK(b != 0, "{}: integer division by zero", n.label());
-        return a / b;
-    });
+    return binary(
+        in, out, [](double a, double b) { return a / b; },
+        [&](int64_t a, int64_t b) {
+            STOF_CHECK(b != 0, "{}: integer division by zero", n.label());
+            return a / b;
+        });
 }
 
 std::vector<Tensor> eval_Pow(const Node& n, const Inputs& in, const Types& out) {
-    STOF_CHECK(is_float(in[0]->dtype) || is_integer(in[0]->dtype), "{}: unsupported base type {}", n.label(),
-               in[0]->describe());
+    STOF_CHECK(is_float(in[0]->dtype) || is_integer(in[0]->dtype), "{}: unsupported base type {}", n.label(), in[0]->describe());
     if (is_float(in[0]->dtype) || is_float(in[1]->dtype)) {
         std::vector<const Shape*> shapes{&in[0]->shape, &in[1]->shape};
         Tensor r(out[0].dtype, out[0].shape);
@@ -225,11 +229,13 @@ std::vector<Tensor> eval_Pow(const Node& n, const Inputs& in, const Types& out) 
         });
         return {r};
     }
-    return binary(in, out, [](double a, double b) { return std::pow(a, b); }, [](int64_t a, int64_t b) {
-        int64_t r = 1;
-        for (int64_t k = 0; k < b; ++k) r *= a;
-        return b < 0 ? int64_t{0} : r;
-    });
+    return binary(
+        in, out, [](double a, double b) { return std::pow(a, b); },
+        [](int64_t a, int64_t b) {
+            int64_t r = 1;
+            for (int64_t k = 0; k < b; ++k) r *= a;
+            return b < 0 ? int64_t{0} : r;
+        });
 }
 
 std::vector<Tensor> eval_Mod(const Node& n, const Inputs& in, const Types& out) {
@@ -248,8 +254,7 @@ std::vector<Tensor> eval_Mod(const Node& n, const Inputs& in, const Types& out) 
 }
 
 namespace {
-template <bool IsMax>
-std::vector<Tensor> min_max(const Inputs& in, const Types& out) {
+template <bool IsMax> std::vector<Tensor> min_max(const Inputs& in, const Types& out) {
     std::vector<const Shape*> shapes;
     for (const Tensor* t : in) shapes.push_back(&t->shape);
     Tensor r(out[0].dtype, out[0].shape);
@@ -278,10 +283,11 @@ std::vector<Tensor> min_max(const Inputs& in, const Types& out) {
 std::vector<Tensor> eval_Min(const Node&, const Inputs& in, const Types& out) { return min_max<false>(in, out); }
 std::vector<Tensor> eval_Max(const Node&, const Inputs& in, const Types& out) { return min_max<true>(in, out); }
 
-#define STOF_COMPARE(NAME, OP)                                                                      \
-    std::vector<Tensor> eval_##NAME(const Node&, const Inputs& in, const Types& out) {             \
-        return binary(in, out, [](double a, double b) -> double { return a OP b; },                \
-                      [](int64_t a, int64_t b) -> int64_t { return a OP b; });                     \
+#define STOF_COMPARE(NAME, OP)                                                         \
+    std::vector<Tensor> eval_##NAME(const Node&, const Inputs& in, const Types& out) { \
+        return binary(                                                                 \
+            in, out, [](double a, double b) -> double { return a OP b; },              \
+            [](int64_t a, int64_t b) -> int64_t { return a OP b; });                   \
     }
 STOF_COMPARE(Equal, ==)
 STOF_COMPARE(Less, <)
@@ -291,16 +297,19 @@ STOF_COMPARE(GreaterOrEqual, >=)
 #undef STOF_COMPARE
 
 std::vector<Tensor> eval_And(const Node&, const Inputs& in, const Types& out) {
-    return binary(in, out, [](double a, double b) { return a != 0 && b != 0; }, [](int64_t a, int64_t b) -> int64_t { return a && b; });
+    return binary(
+        in, out, [](double a, double b) { return a != 0 && b != 0; }, [](int64_t a, int64_t b) -> int64_t { return a && b; });
 }
 
 std::vector<Tensor> eval_Or(const Node&, const Inputs& in, const Types& out) {
-    return binary(in, out, [](double a, double b) { return a != 0 || b != 0; }, [](int64_t a, int64_t b) -> int64_t { return a || b; });
+    return binary(
+        in, out, [](double a, double b) { return a != 0 || b != 0; }, [](int64_t a, int64_t b) -> int64_t { return a || b; });
 }
 
 std::vector<Tensor> eval_Xor(const Node&, const Inputs& in, const Types& out) {
-    return binary(in, out, [](double a, double b) { return (a != 0) != (b != 0); },
-                  [](int64_t a, int64_t b) -> int64_t { return (a != 0) != (b != 0); });
+    return binary(
+        in, out, [](double a, double b) { return (a != 0) != (b != 0); },
+        [](int64_t a, int64_t b) -> int64_t { return (a != 0) != (b != 0); });
 }
 
 std::vector<Tensor> eval_Where(const Node&, const Inputs& in, const Types& out) {
@@ -322,8 +331,8 @@ namespace stof::ir::ops {
 std::vector<TensorType> infer_BatchNormalization(const Node& n, const std::vector<InferInput>& in) {
     STOF_CHECK(in[0].shape.size() >= 2, "{}: input must have rank >= 2", n.label());
     for (size_t k = 1; k < 5; ++k)
-        STOF_CHECK(in[k].shape == Shape{in[0].shape[1]}, "{}: parameter {} must be [{}], got {}", n.label(), k,
-                   in[0].shape[1], shape_str(in[k].shape));
+        STOF_CHECK(in[k].shape == Shape{in[0].shape[1]}, "{}: parameter {} must be [{}], got {}", n.label(), k, in[0].shape[1],
+                   shape_str(in[k].shape));
     return {{in[0].dtype, in[0].shape}};
 }
 

@@ -25,9 +25,9 @@ void matmul_acc(const float* a, const float* b, float* c, int64_t m, int64_t n, 
 }
 
 struct MatMulDims {
-    Shape a, b;      // operands promoted to rank >= 2
-    Shape batch;     // broadcast batch dims
-    Shape out;       // final output shape (1-D promotions removed)
+    Shape a, b;   // operands promoted to rank >= 2
+    Shape batch;  // broadcast batch dims
+    Shape out;    // final output shape (1-D promotions removed)
     int64_t m, k, n;
 };
 
@@ -39,8 +39,7 @@ MatMulDims matmul_dims(const Node& n, const Shape& a0, const Shape& b0) {
     d.m = d.a[d.a.size() - 2];
     d.k = d.a.back();
     d.n = d.b.back();
-    STOF_CHECK(d.k == d.b[d.b.size() - 2], "{}: inner dimensions differ ({} and {})", n.label(), shape_str(a0),
-               shape_str(b0));
+    STOF_CHECK(d.k == d.b[d.b.size() - 2], "{}: inner dimensions differ ({} and {})", n.label(), shape_str(a0), shape_str(b0));
     const Shape ba(d.a.begin(), d.a.end() - 2), bb(d.b.begin(), d.b.end() - 2);
     d.batch = broadcast_shapes({&ba, &bb}, n);
     d.out = d.batch;
@@ -78,8 +77,8 @@ std::vector<TensorType> infer_Gemm(const Node& n, const std::vector<InferInput>&
     STOF_CHECK(k == kb, "{}: inner dimensions differ ({} and {})", n.label(), k, kb);
     const Shape out{m, nn};
     if (in.size() > 2 && in[2].present)
-        STOF_CHECK(broadcast_shapes({&out, &in[2].shape}, n) == out, "{}: C of shape {} does not broadcast to {}",
-                   n.label(), shape_str(in[2].shape), shape_str(out));
+        STOF_CHECK(broadcast_shapes({&out, &in[2].shape}, n) == out, "{}: C of shape {} does not broadcast to {}", n.label(),
+                   shape_str(in[2].shape), shape_str(out));
     return {{in[0].dtype, out}};
 }
 
@@ -90,9 +89,11 @@ std::vector<Tensor> eval_Gemm(const Node& n, const Inputs& in, const Types& out)
     const std::vector<float> a = to_f32(*in[0]), b = to_f32(*in[1]);
     std::vector<float> at(static_cast<size_t>(m * k)), bt(static_cast<size_t>(k * nn));
     for (int64_t i = 0; i < m; ++i)
-        for (int64_t p = 0; p < k; ++p) at[static_cast<size_t>(i * k + p)] = ta ? a[static_cast<size_t>(p * m + i)] : a[static_cast<size_t>(i * k + p)];
+        for (int64_t p = 0; p < k; ++p)
+            at[static_cast<size_t>(i * k + p)] = ta ? a[static_cast<size_t>(p * m + i)] : a[static_cast<size_t>(i * k + p)];
     for (int64_t p = 0; p < k; ++p)
-        for (int64_t j = 0; j < nn; ++j) bt[static_cast<size_t>(p * nn + j)] = tb ? b[static_cast<size_t>(j * k + p)] : b[static_cast<size_t>(p * nn + j)];
+        for (int64_t j = 0; j < nn; ++j)
+            bt[static_cast<size_t>(p * nn + j)] = tb ? b[static_cast<size_t>(j * k + p)] : b[static_cast<size_t>(p * nn + j)];
     std::vector<float> c(static_cast<size_t>(m * nn), 0.0f);
     matmul_acc(at.data(), bt.data(), c.data(), m, nn, k, k, nn, nn);
     for (float& v : c) v = static_cast<float>(alpha * v);
@@ -125,7 +126,8 @@ std::vector<TensorType> infer_Conv(const Node& n, const std::vector<InferInput>&
 std::vector<Tensor> eval_Conv(const Node& n, const Inputs& in, const Types& out) {
     const ConvGeom g = conv_geometry(n, in[0]->shape, in[1]->shape);
     const std::vector<float> x = to_f32(*in[0]), w = to_f32(*in[1]);
-    const std::vector<float> bias = in.size() > 2 && in[2] ? to_f32(*in[2]) : std::vector<float>(static_cast<size_t>(g.cout), 0.0f);
+    const std::vector<float> bias = in.size() > 2 && in[2] ? to_f32(*in[2])
+                                                           : std::vector<float>(static_cast<size_t>(g.cout), 0.0f);
     std::vector<float> y(static_cast<size_t>(numel(out[0].shape)));
     const int64_t cin_g = g.cin / g.group, cout_g = g.cout / g.group;
     for (int64_t b = 0; b < g.batch; ++b)
@@ -157,8 +159,7 @@ std::vector<TensorType> infer_ConvTranspose(const Node& n, const std::vector<Inf
     return conv_output(n, in, conv_transpose_geometry(n, in[0].shape, in[1].shape));
 }
 
-std::vector<Tensor> eval_ConvTranspose(const Node& n, const std::vector<const Tensor*>& in,
-                                       const std::vector<TensorType>& out) {
+std::vector<Tensor> eval_ConvTranspose(const Node& n, const std::vector<const Tensor*>& in, const std::vector<TensorType>& out) {
     const ConvGeom g = conv_transpose_geometry(n, in[0]->shape, in[1]->shape);
     const std::vector<float> x = to_f32(*in[0]), w = to_f32(*in[1]);
     std::vector<float> y(static_cast<size_t>(numel(out[0].shape)), 0.0f);
@@ -184,7 +185,8 @@ std::vector<Tensor> eval_ConvTranspose(const Node& n, const std::vector<const Te
         }
     if (in.size() > 2 && in[2]) {
         const int64_t plane = g.oh * g.ow;
-        for (size_t i = 0; i < y.size(); ++i) y[i] += static_cast<float>(in[2]->get_f64((static_cast<int64_t>(i) / plane) % g.cout));
+        for (size_t i = 0; i < y.size(); ++i)
+            y[i] += static_cast<float>(in[2]->get_f64((static_cast<int64_t>(i) / plane) % g.cout));
     }
     return {from_f32(y, out[0].dtype, out[0].shape)};
 }

@@ -248,8 +248,8 @@ std::vector<TensorType> infer_Concat(const Node& n, const std::vector<InferInput
         STOF_CHECK(x.dtype == in[0].dtype, "{}: inputs have different element types", n.label());
         STOF_CHECK(x.shape.size() == out.size(), "{}: inputs have different ranks", n.label());
         for (size_t d = 0; d < out.size(); ++d)
-            STOF_CHECK(d == axis || x.shape[d] == out[d], "{}: input shapes {} and {} differ off the concat axis",
-                       n.label(), shape_str(in[0].shape), shape_str(x.shape));
+            STOF_CHECK(d == axis || x.shape[d] == out[d], "{}: input shapes {} and {} differ off the concat axis", n.label(),
+                       shape_str(in[0].shape), shape_str(x.shape));
         out[axis] += x.shape[axis];
     }
     return {{in[0].dtype, out}};
@@ -479,7 +479,8 @@ std::vector<Tensor> eval_GatherND(const Node& n, const Inputs& in, const Types& 
             rest /= x.shape[d];
         }
         for (size_t k = 0; k < q; ++k)
-            at += checked_index(n, idx.get_i64(t * static_cast<int64_t>(q) + static_cast<int64_t>(k)), x.shape[b + k]) * xst[b + k];
+            at += checked_index(n, idx.get_i64(t * static_cast<int64_t>(q) + static_cast<int64_t>(k)), x.shape[b + k]) *
+                  xst[b + k];
         std::memcpy(r.bytes.data() + static_cast<size_t>(t * inner) * es, x.bytes.data() + static_cast<size_t>(at) * es,
                     static_cast<size_t>(inner) * es);
     }
@@ -508,7 +509,8 @@ std::vector<Tensor> eval_ScatterND(const Node& n, const Inputs& in, const Types&
     const int64_t count = idx.numel() / static_cast<int64_t>(q ? q : 1);
     for (int64_t k = 0; k < count; ++k) {
         int64_t at = 0;
-        for (size_t d = 0; d < q; ++d) at += checked_index(n, idx.get_i64(k * static_cast<int64_t>(q) + static_cast<int64_t>(d)), r.shape[d]) * st[d];
+        for (size_t d = 0; d < q; ++d)
+            at += checked_index(n, idx.get_i64(k * static_cast<int64_t>(q) + static_cast<int64_t>(d)), r.shape[d]) * st[d];
         for (int64_t e = 0; e < slice; ++e) {
             const double u = upd.get_f64(k * slice + e), v = r.get_f64(at + e);
             double res = u;
@@ -531,7 +533,8 @@ namespace {
 std::vector<int64_t> full_pads(const Node& n, size_t rank, const std::vector<int64_t>& pads, const std::vector<int64_t>* axes) {
     std::vector<int64_t> ax;
     if (axes) ax = *axes;
-    else for (size_t d = 0; d < rank; ++d) ax.push_back(static_cast<int64_t>(d));
+    else
+        for (size_t d = 0; d < rank; ++d) ax.push_back(static_cast<int64_t>(d));
     STOF_CHECK(pads.size() == 2 * ax.size(), "{}: {} pads for {} axes", n.label(), pads.size(), ax.size());
     std::vector<int64_t> full(2 * rank, 0);
     for (size_t i = 0; i < ax.size(); ++i) {
@@ -581,7 +584,10 @@ std::vector<Tensor> eval_Pad(const Node& n, const Inputs& in, const Types& out) 
             int64_t i = counter[d] - full[d];
             const int64_t dim = x.shape[d];
             if (i < 0 || i >= dim) {
-                if (mode == "constant" || dim == 0) { inside = false; break; }
+                if (mode == "constant" || dim == 0) {
+                    inside = false;
+                    break;
+                }
                 if (mode == "edge") i = i < 0 ? 0 : dim - 1;
                 else if (mode == "wrap") i = ((i % dim) + dim) % dim;
                 else {  // reflect
@@ -592,7 +598,8 @@ std::vector<Tensor> eval_Pad(const Node& n, const Inputs& in, const Types& out) 
             }
             at += i * st[d];
         }
-        if (inside) std::memcpy(r.bytes.data() + static_cast<size_t>(o) * es, x.bytes.data() + static_cast<size_t>(at) * es, es);
+        if (inside)
+            std::memcpy(r.bytes.data() + static_cast<size_t>(o) * es, x.bytes.data() + static_cast<size_t>(at) * es, es);
         else r.set_f64(o, cval);
         for (size_t d = rank; d-- > 0;) {
             if (++counter[d] < r.shape[d]) break;

@@ -7,7 +7,7 @@
 
 namespace stof::ir::ops {
 
-#define STOF_OP(name, cat, lowering, min_in, max_in, min_out, max_out, infer, eval, expr)   \
+#define STOF_OP(name, cat, lowering, min_in, max_in, min_out, max_out, infer, eval, expr) \
     std::vector<TensorType> infer(const Node&, const std::vector<InferInput>&);           \
     std::vector<Tensor> eval(const Node&, const std::vector<const Tensor*>&, const std::vector<TensorType>&);
 #include "ir/ops.def"

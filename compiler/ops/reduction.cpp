@@ -48,7 +48,7 @@ std::vector<Tensor> reduce(const Node& n, const Inputs& in, const Types& out, Re
     std::vector<int64_t> st(x.shape.size());
     for (size_t d = 0; d < x.shape.size(); ++d) st[d] = mask[d] ? 0 : kst[d];
     const int64_t nout = numel(kept);
-    const double init = kind == Reduce::max ? -std::numeric_limits<double>::infinity()
+    const double init = kind == Reduce::max   ? -std::numeric_limits<double>::infinity()
                         : kind == Reduce::min ? std::numeric_limits<double>::infinity()
                                               : 0.0;
     std::vector<double> acc(static_cast<size_t>(nout), init);
@@ -60,7 +60,8 @@ std::vector<Tensor> reduce(const Node& n, const Inputs& in, const Types& out, Re
         const double v = x.get_f64(i);
         double& a = acc[static_cast<size_t>(o)];
         switch (kind) {
-            case Reduce::mean: case Reduce::sum: a += v; break;
+            case Reduce::mean:
+            case Reduce::sum: a += v; break;
             case Reduce::max: a = (std::isnan(v) || v > a) ? v : a; break;
             case Reduce::min: a = (std::isnan(v) || v < a) ? v : a; break;
         }
@@ -91,10 +92,18 @@ std::vector<TensorType> infer_reduce(const Node& n, const std::vector<InferInput
     return {{in[0].dtype, reduced_shape(in[0].shape, mask, n.attrs.i("keepdims", 1) != 0)}};
 }
 
-std::vector<Tensor> eval_ReduceMean(const Node& n, const Inputs& in, const Types& out) { return reduce(n, in, out, Reduce::mean); }
-std::vector<Tensor> eval_ReduceSum(const Node& n, const Inputs& in, const Types& out) { return reduce(n, in, out, Reduce::sum); }
-std::vector<Tensor> eval_ReduceMax(const Node& n, const Inputs& in, const Types& out) { return reduce(n, in, out, Reduce::max); }
-std::vector<Tensor> eval_ReduceMin(const Node& n, const Inputs& in, const Types& out) { return reduce(n, in, out, Reduce::min); }
+std::vector<Tensor> eval_ReduceMean(const Node& n, const Inputs& in, const Types& out) {
+    return reduce(n, in, out, Reduce::mean);
+}
+std::vector<Tensor> eval_ReduceSum(const Node& n, const Inputs& in, const Types& out) {
+    return reduce(n, in, out, Reduce::sum);
+}
+std::vector<Tensor> eval_ReduceMax(const Node& n, const Inputs& in, const Types& out) {
+    return reduce(n, in, out, Reduce::max);
+}
+std::vector<Tensor> eval_ReduceMin(const Node& n, const Inputs& in, const Types& out) {
+    return reduce(n, in, out, Reduce::min);
+}
 
 // x viewed as [outer, len, inner] around `axis`.
 struct AxisView {
@@ -134,8 +143,8 @@ std::vector<TensorType> infer_LayerNormalization(const Node& n, const std::vecto
     for (size_t k = 1; k < in.size(); ++k) {
         if (!in[k].present) continue;
         STOF_CHECK(broadcast_shapes({&norm, &in[k].shape}, n) == norm,
-                   "{}: {} of shape {} does not broadcast to the normalised shape {}", n.label(),
-                   k == 1 ? "scale" : "bias", shape_str(in[k].shape), shape_str(norm));
+                   "{}: {} of shape {} does not broadcast to the normalised shape {}", n.label(), k == 1 ? "scale" : "bias",
+                   shape_str(in[k].shape), shape_str(norm));
     }
     Shape stat = in[0].shape;
     for (int64_t d = axis; d < rank; ++d) stat[static_cast<size_t>(d)] = 1;
@@ -161,7 +170,9 @@ std::vector<Tensor> normalize(const Node& n, const Inputs& in, const Types& out,
     for (size_t k = 1; k < in.size(); ++k) {
         if (!in[k]) continue;
         std::vector<double>& dst = k == 1 ? scale : bias;
-        Broadcast(norm, {&in[k]->shape}).run([&](int64_t o, const int64_t* idx) { dst[static_cast<size_t>(o)] = in[k]->get_f64(idx[0]); });
+        Broadcast(norm, {&in[k]->shape}).run([&](int64_t o, const int64_t* idx) {
+            dst[static_cast<size_t>(o)] = in[k]->get_f64(idx[0]);
+        });
     }
     std::vector<Tensor> res;
     for (const TensorType& t : out) res.emplace_back(t.dtype, t.shape);
@@ -178,7 +189,8 @@ std::vector<Tensor> normalize(const Node& n, const Inputs& in, const Types& out,
         var /= static_cast<double>(len);
         const double inv = 1.0 / std::sqrt(var + eps);
         for (int64_t k = 0; k < len; ++k)
-            res[0].set_f64(r * len + k, (x.get_f64(r * len + k) - mean) * inv * scale[static_cast<size_t>(k)] + bias[static_cast<size_t>(k)]);
+            res[0].set_f64(r * len + k, (x.get_f64(r * len + k) - mean) * inv * scale[static_cast<size_t>(k)] +
+                                            bias[static_cast<size_t>(k)]);
         if (res.size() > 1) res[1].set_f64(r, mean);
         if (res.size() > 2) res[2].set_f64(r, inv);
     }
@@ -187,7 +199,9 @@ std::vector<Tensor> normalize(const Node& n, const Inputs& in, const Types& out,
 
 }  // namespace
 
-std::vector<Tensor> eval_LayerNormalization(const Node& n, const Inputs& in, const Types& out) { return normalize(n, in, out, true); }
+std::vector<Tensor> eval_LayerNormalization(const Node& n, const Inputs& in, const Types& out) {
+    return normalize(n, in, out, true);
+}
 
 std::vector<TensorType> infer_RMSNorm(const Node& n, const std::vector<InferInput>& in) {
     STOF_CHECK(is_float(in[0].dtype), "{}: needs a float input, got {}", n.label(), dtype_name(in[0].dtype));
@@ -211,9 +225,16 @@ std::vector<Tensor> eval_CumSum(const Node& n, const Inputs& in, const Types& ou
             for (int64_t s = 0; s < v.len; ++s) {
                 const int64_t k = reverse ? v.len - 1 - s : s;
                 const int64_t at = (o * v.len + k) * v.inner + i;
-                if (!exclusive) { if (flt) fs += x.get_f64(at); else is += x.get_i64(at); }
-                if (flt) r.set_f64(at, fs); else r.set_i64(at, is);
-                if (exclusive) { if (flt) fs += x.get_f64(at); else is += x.get_i64(at); }
+                if (!exclusive) {
+                    if (flt) fs += x.get_f64(at);
+                    else is += x.get_i64(at);
+                }
+                if (flt) r.set_f64(at, fs);
+                else r.set_i64(at, is);
+                if (exclusive) {
+                    if (flt) fs += x.get_f64(at);
+                    else is += x.get_i64(at);
+                }
             }
         }
     }

@@ -47,11 +47,12 @@ ResizePlan resize_plan(const Node& n, const std::vector<InferInput>& in) {
         STOF_CHECK(scales.size() == axes.size(), "{}: {} scales for {} axes", n.label(), scales.size(), axes.size());
         for (size_t i = 0; i < axes.size(); ++i) {
             const auto d = static_cast<size_t>(axes[i]);
-            STOF_CHECK(scales[i] > 0 && std::isfinite(scales[i]), "{}: scale {} is not a positive number", n.label(),
-                       scales[i]);
+            STOF_CHECK(scales[i] > 0 && std::isfinite(scales[i]), "{}: scale {} is not a positive number", n.label(), scales[i]);
             const double size = std::floor(static_cast<double>(xs[d]) * scales[i]);
-            STOF_CHECK(size <= static_cast<double>(kMaxElements), "{}: scale {} makes dimension {} of size {}, more than "
-                       "stofc handles (2^40)", n.label(), scales[i], d, size);
+            STOF_CHECK(size <= static_cast<double>(kMaxElements),
+                       "{}: scale {} makes dimension {} of size {}, more than "
+                       "stofc handles (2^40)",
+                       n.label(), scales[i], d, size);
             p.scale[d] = scales[i];
             p.out[d] = static_cast<int64_t>(size);
         }
@@ -79,8 +80,7 @@ double original_coordinate(const std::string& mode, double x_d, double scale_d, 
 
 std::vector<double> cubic_coeffs(double r, double a) {
     return {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a, ((a + 2) * r - (a + 3)) * r * r + 1,
-            ((a + 2) * (1 - r) - (a + 3)) * (1 - r) * (1 - r) + 1,
-            ((a * (2 - r) - 5 * a) * (2 - r) + 8 * a) * (2 - r) - 4 * a};
+            ((a + 2) * (1 - r) - (a + 3)) * (1 - r) * (1 - r) + 1, ((a * (2 - r) - 5 * a) * (2 - r) + 8 * a) * (2 - r) - 4 * a};
 }
 
 }  // namespace
@@ -88,8 +88,8 @@ std::vector<double> cubic_coeffs(double r, double a) {
 std::vector<std::vector<Tap>> axis_taps(const Node& n, int64_t in_len, int64_t out_len, double scale) {
     const std::string mode = n.attrs.s("mode", "nearest");
     const std::string coord = n.attrs.s("coordinate_transformation_mode", "half_pixel");
-    STOF_CHECK(coord == "half_pixel" || coord == "pytorch_half_pixel" || coord == "align_corners" ||
-                   coord == "asymmetric" || coord == "tf_half_pixel_for_nn" || coord == "half_pixel_symmetric",
+    STOF_CHECK(coord == "half_pixel" || coord == "pytorch_half_pixel" || coord == "align_corners" || coord == "asymmetric" ||
+                   coord == "tf_half_pixel_for_nn" || coord == "half_pixel_symmetric",
                "{}: coordinate_transformation_mode '{}' is not supported", n.label(), coord);
     STOF_CHECK(mode == "nearest" || mode == "linear" || mode == "cubic", "{}: mode '{}' is not supported", n.label(), mode);
     const std::string nearest = n.attrs.s("nearest_mode", "round_prefer_floor");

@@ -71,8 +71,8 @@ std::vector<TensorType> infer_Range(const Node& n, const std::vector<InferInput>
     STOF_CHECK(delta != 0, "{}: delta is 0", n.label());
     const double count = std::max(0.0, std::ceil((limit - start) / delta));
     STOF_CHECK(std::isfinite(count) && count <= static_cast<double>(kMaxElements),
-               "{}: start {}, limit {}, delta {} make {} elements, more than stofc handles (2^40)", n.label(), start,
-               limit, delta, count);
+               "{}: start {}, limit {}, delta {} make {} elements, more than stofc handles (2^40)", n.label(), start, limit,
+               delta, count);
     const auto len = static_cast<int64_t>(count);
     return {{in[0].dtype, {len}}};
 }

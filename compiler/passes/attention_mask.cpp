@@ -30,7 +30,8 @@ std::vector<double> expand4(const Tensor& t, int64_t b, int64_t h, int64_t sq, i
         for (int64_t y = 0; y < h; ++y)
             for (int64_t i = 0; i < sq; ++i)
                 for (int64_t j = 0; j < sk; ++j) {
-                    const int64_t at = (((s[0] == 1 ? 0 : x) * s[1] + (s[1] == 1 ? 0 : y)) * s[2] + (s[2] == 1 ? 0 : i)) * s[3] +
+                    const int64_t at = (((s[0] == 1 ? 0 : x) * s[1] + (s[1] == 1 ? 0 : y)) * s[2] + (s[2] == 1 ? 0 : i)) *
+                                           s[3] +
                                        (s[3] == 1 ? 0 : j);
                     r[static_cast<size_t>(((x * h + y) * sq + i) * sk + j)] = t.get_f64(at);
                 }
@@ -43,7 +44,8 @@ Tensor collapse(const std::vector<double>& a, DType dt, int64_t b, int64_t h, in
     const int64_t plane = sq * sk;
     auto same = [&](int64_t x0, int64_t y0, int64_t x1, int64_t y1) {
         for (int64_t k = 0; k < plane; ++k)
-            if (a[static_cast<size_t>((x0 * h + y0) * plane + k)] != a[static_cast<size_t>((x1 * h + y1) * plane + k)]) return false;
+            if (a[static_cast<size_t>((x0 * h + y0) * plane + k)] != a[static_cast<size_t>((x1 * h + y1) * plane + k)])
+                return false;
         return true;
     };
     bool batch_same = true, head_same = true;
@@ -248,9 +250,9 @@ MaskMeaning analyse_mask(const Matcher& m, const AttentionMatch& a, const ScoreD
             r.why_not = "the mask does not vary over batch with input '" + g.value(pad).name + "'";
             return r;
         }
-        r.why_not = probe_random_inputs(probe, *base, keep, input_size,
-                                        [&](int64_t b, int64_t, int64_t ij) { return b * Sk + ij % Sk; },
-                                        "the mask is not a key padding mask of input '" + g.value(pad).name + "'");
+        r.why_not = probe_random_inputs(
+            probe, *base, keep, input_size, [&](int64_t b, int64_t, int64_t ij) { return b * Sk + ij % Sk; },
+            "the mask is not a key padding mask of input '" + g.value(pad).name + "'");
         if (!r.why_not.empty()) return r;
         r.padding = pad;
     }
@@ -262,7 +264,9 @@ MaskMeaning analyse_mask(const Matcher& m, const AttentionMatch& a, const ScoreD
         }
         r.why_not = probe_random_inputs(
             probe, *base, keep, input_size,
-            [&](int64_t b, int64_t h, int64_t ij) { return ((fs[0] == 1 ? 0 : b) * fs[1] + (fs[1] == 1 ? 0 : h)) * Sq * Sk + ij; },
+            [&](int64_t b, int64_t h, int64_t ij) {
+                return ((fs[0] == 1 ? 0 : b) * fs[1] + (fs[1] == 1 ? 0 : h)) * Sq * Sk + ij;
+            },
             "the mask is not the nonzero entries of input '" + g.value(full).name + "'");
         if (!r.why_not.empty()) return r;
         r.full = full;

@@ -17,11 +17,11 @@
 namespace stof::passes {
 
 struct MaskMeaning {
-    std::optional<Tensor> keep;      // bool [1|B,1|H,Sq,Sk]; absent: keeps every key
-    std::optional<Tensor> bias;      // f32 [1|B,1|H,Sq,Sk]; absent: none
+    std::optional<Tensor> keep;          // bool [1|B,1|H,Sq,Sk]; absent: keeps every key
+    std::optional<Tensor> bias;          // f32 [1|B,1|H,Sq,Sk]; absent: none
     ir::ValueId padding = ir::kNoValue;  // [B,Sk] input (nonzero = valid key)
     ir::ValueId full = ir::kNoValue;     // [1|B,1|H,Sq,Sk] input (nonzero = keep)
-    std::string why_not;             // non-empty: the mask cannot be expressed, and why
+    std::string why_not;                 // non-empty: the mask cannot be expressed, and why
 };
 
 // The scores' sizes: [B, H, Sq, Sk].

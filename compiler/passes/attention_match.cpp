@@ -93,7 +93,8 @@ std::optional<AttentionMatch> match_attention(const Matcher& m, const ir::Node& 
     };
     if (sv.shape.size() != 4)
         return fail(fmt::format("the scores have shape {}, not [batch, heads, queries, keys]", shape_str(sv.shape)));
-    if ((axis != -1 && axis != 3) || !is_float(sv.dtype)) return fail(fmt::format("the softmax is over axis {}, not the keys", axis));
+    if ((axis != -1 && axis != 3) || !is_float(sv.dtype))
+        return fail(fmt::format("the softmax is over axis {}, not the keys", axis));
     // Output side.
     ValueId p = sm.outputs[0];
     const ir::Node *isnan = nullptr, *where = nullptr;
@@ -125,12 +126,15 @@ std::optional<AttentionMatch> match_attention(const Matcher& m, const ir::Node& 
     for (int depth = 0; !(a = match_scores(m, s, *user)); ++depth) {
         const ir::Node* n = m.producer(s);
         if (depth == kMaxMaskNodes || !n || m.sole_consumer(s) != user)
-            return fail("no MatMul(q, k^T) computes the scores (through a scale and up to four Add / Where mask nodes, each "
-                        "read once)");
+            return fail(
+                "no MatMul(q, k^T) computes the scores (through a scale and up to four Add / Where mask nodes, each "
+                "read once)");
         std::vector<size_t> sides;
         if (n->op == Op::Add) sides = {0, 1};
         else if (n->op == Op::Where) sides = {1, 2};
-        else return fail(fmt::format("{} between the scores and the softmax (only a scale, Add and Where are recognised)", n->label()));
+        else
+            return fail(
+                fmt::format("{} between the scores and the softmax (only a scale, Add and Where are recognised)", n->label()));
         // The score side is the one a MatMul feeds; the other inputs are the mask side.
         std::optional<size_t> score_side;
         for (size_t k : sides)

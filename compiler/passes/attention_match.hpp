@@ -21,11 +21,11 @@ namespace stof::passes {
 
 struct AttentionMatch {
     const ir::Node* softmax = nullptr;
-    const ir::Node* out_mm = nullptr;             // MatMul(p, v)
-    std::vector<const ir::Node*> removed;          // every matched node: the fused node replaces them
-    std::vector<const ir::Node*> mask_nodes;       // Add / Where nodes from the scores' consumer to the Softmax's input
+    const ir::Node* out_mm = nullptr;         // MatMul(p, v)
+    std::vector<const ir::Node*> removed;     // every matched node: the fused node replaces them
+    std::vector<const ir::Node*> mask_nodes;  // Add / Where nodes from the scores' consumer to the Softmax's input
     ir::ValueId q = ir::kNoValue, kt = ir::kNoValue, v = ir::kNoValue, out = ir::kNoValue;
-    ir::ValueId scores = ir::kNoValue;             // the (scaled) scores the mask nodes combine with
+    ir::ValueId scores = ir::kNoValue;  // the (scaled) scores the mask nodes combine with
     double scale = 1;
 };
 

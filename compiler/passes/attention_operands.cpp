@@ -58,7 +58,8 @@ std::optional<OperandSource> trace_operand(const Matcher& m, ir::ValueId x, cons
         for (size_t k = 1; k < p->inputs.size(); ++k)
             constant_args = constant_args && (p->inputs[k] == ir::kNoValue || m.g.value(p->inputs[k]).data);
         if (!constant_args || m.g.value(p->inputs[0]).data) break;
-        const size_t output = static_cast<size_t>(std::find(p->outputs.begin(), p->outputs.end(), chain.back()) - p->outputs.begin());
+        const size_t output = static_cast<size_t>(std::find(p->outputs.begin(), p->outputs.end(), chain.back()) -
+                                                  p->outputs.begin());
         steps.push_back({p, output});
         chain.push_back(p->inputs[0]);
     }

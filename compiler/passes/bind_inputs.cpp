@@ -40,8 +40,8 @@ void bind_inputs(ir::Graph& g, const PassOptions& opt) {
                        "--shape {}={}: the model declares rank {} ({})", name, shape_str(shape), v.shape.size(),
                        shape_str(v.shape));
             for (size_t d = 0; d < v.shape.size(); ++d)
-                STOF_CHECK(v.shape[d] < 0 || v.shape[d] == shape[d],
-                           "--shape {}={}: dimension {} is fixed to {} by the model", name, shape_str(shape), d, v.shape[d]);
+                STOF_CHECK(v.shape[d] < 0 || v.shape[d] == shape[d], "--shape {}={}: dimension {} is fixed to {} by the model",
+                           name, shape_str(shape), d, v.shape[d]);
         }
         for (int64_t d : shape) STOF_CHECK(d > 0, "--shape {}={}: dimensions must be positive", name, shape_str(shape));
         v.shape = shape;
@@ -63,8 +63,7 @@ void bind_inputs(ir::Graph& g, const PassOptions& opt) {
         ir::Value& v = g.value(i);
         if (v.shape_known) continue;
         bool all_bound = v.dim_names.size() == v.shape.size() && !v.shape.empty();
-        for (size_t d = 0; all_bound && d < v.shape.size(); ++d)
-            all_bound = v.shape[d] > 0 || dims.count(v.dim_names[d]) != 0;
+        for (size_t d = 0; all_bound && d < v.shape.size(); ++d) all_bound = v.shape[d] > 0 || dims.count(v.dim_names[d]) != 0;
         if (all_bound) {
             for (size_t d = 0; d < v.shape.size(); ++d)
                 if (v.shape[d] <= 0) v.shape[d] = dims.at(v.dim_names[d]);
@@ -90,9 +89,10 @@ void bind_inputs(ir::Graph& g, const PassOptions& opt) {
             STOF_FAIL("input '{}' has shape [{}] with {}; give its whole shape, e.g. --shape {}={}", v.name, text,
                       anonymous ? "unnamed dimensions (?)" : "no declared sizes", v.name, whole);
         unbound.pop_back();
-        STOF_FAIL("input '{}' has shape [{}]; give a size to each symbolic dimension ({}), e.g.{}, or the whole shape, "
-                  "e.g. --shape {}={}",
-                  v.name, text, unbound.substr(1), example, v.name, whole);
+        STOF_FAIL(
+            "input '{}' has shape [{}]; give a size to each symbolic dimension ({}), e.g.{}, or the whole shape, "
+            "e.g. --shape {}={}",
+            v.name, text, unbound.substr(1), example, v.name, whole);
     }
 }
 

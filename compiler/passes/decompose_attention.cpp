@@ -85,13 +85,13 @@ void decompose_attention(ir::Graph& g, const PassOptions& opt) {
             nodes.push_back(n);
             continue;
         }
-        const std::string note = fmt::format("{}: runs as dense MatMul/Softmax, not on the sparse attention kernels: {}", n.label(), why);
+        const std::string note = fmt::format("{}: runs as dense MatMul/Softmax, not on the sparse attention kernels: {}",
+                                             n.label(), why);
         spdlog::warn("{}", note);
         if (opt.note) opt.note(note);
         Builder b{g, nodes, n.name};
         const ir::AttentionLayout layout = ir::attention_layout(n);
-        const ir::AttentionHeads heads =
-            ir::attention_heads(n, g.value(n.inputs[0]).shape, g.value(n.inputs[1]).shape, layout);
+        const ir::AttentionHeads heads = ir::attention_heads(n, g.value(n.inputs[0]).shape, g.value(n.inputs[1]).shape, layout);
         const DType dt = g.value(n.inputs[0]).dtype;
         ir::Attrs swap_sh;  // [B,S,H,D] <-> [B,H,S,D]
         swap_sh.set("perm", std::vector<int64_t>{0, 2, 1, 3});

@@ -88,12 +88,12 @@ private:
     const std::vector<LayerMask>& masks_;
     const std::function<void(const std::string&)>& note_;
     int layer_ = 0;
-    std::string base_;                            // the name new values and nodes of this layer start with
-    std::vector<ir::Node> added_;                 // this layer's new nodes, placed before the fused node
-    std::map<ValueId, ValueId> valid_keys_;       // mask input -> the bool the attention nodes read
+    std::string base_;                             // the name new values and nodes of this layer start with
+    std::vector<ir::Node> added_;                  // this layer's new nodes, placed before the fused node
+    std::map<ValueId, ValueId> valid_keys_;        // mask input -> the bool the attention nodes read
     std::map<std::string, MaskMeaning> meanings_;  // mask_key -> what the mask nodes mean
-    std::map<std::string, ValueId> constants_;    // mask_key, --mask text, what -> the keep / bias constant
-    std::map<std::string, Tensor> spec_keeps_;    // mask_key and --mask text -> the model's keep & the spec
+    std::map<std::string, ValueId> constants_;     // mask_key, --mask text, what -> the keep / bias constant
+    std::map<std::string, Tensor> spec_keeps_;     // mask_key and --mask text -> the model's keep & the spec
 };
 
 // A node of this layer: `op` of `in` (and a constant shape for Reshape).
@@ -173,11 +173,14 @@ bool AttentionFuser::fuse(const AttentionMatch& a) {
         return false;
     }
     std::string description = mean.keep ? "from the model" : "dense";
-    if (mean.full != ir::kNoValue) description = "input '" + g_.value(mean.full).name + "'" + (mean.keep ? " & the model's" : "");
+    if (mean.full != ir::kNoValue)
+        description = "input '" + g_.value(mean.full).name + "'" + (mean.keep ? " & the model's" : "");
     if (const auto spec_text = spec_for_layer(masks_, layer_)) {
         auto [it, fresh] = spec_keeps_.try_emplace(key + "|" + *spec_text);
         if (fresh) it->second = layer_keep(*spec_text, mean.keep ? &*mean.keep : nullptr, B, H, Sq, Sk);
-        description = (mean.full != ir::kNoValue ? description : mean.keep ? "from the model" : "") +
+        description = (mean.full != ir::kNoValue ? description
+                       : mean.keep               ? "from the model"
+                                                 : "") +
                       (mean.full != ir::kNoValue || mean.keep ? " & " : "") + *spec_text;
         mean.keep = it->second;
     }
@@ -198,7 +201,8 @@ bool AttentionFuser::fuse(const AttentionMatch& a) {
         return ir::attention_shape({B, p.tensor_heads, operands[i].second, D}, p.layout);
     };
     for (int i = 0; i < 3; ++i)
-        if (g_.value(operands[i].first->source).shape != shape_of(i)) reshaped[{operands[i].first->source, shape_of(i)}].roles += "qkv"[i];
+        if (g_.value(operands[i].first->source).shape != shape_of(i))
+            reshaped[{operands[i].first->source, shape_of(i)}].roles += "qkv"[i];
     auto as_4d = [&](int i) {
         const OperandSource& p = *operands[i].first;
         const Shape shape = shape_of(i);
@@ -250,11 +254,12 @@ bool AttentionFuser::fuse(const AttentionMatch& a) {
     }
     if (ops.q.head_offset || ops.k.head_offset || ops.v.head_offset)
         att.attrs.set("head_offsets", std::vector<int64_t>{ops.q.head_offset, ops.k.head_offset, ops.v.head_offset});
-    spdlog::info("attention layer {}: {} heads x {} (kv {}), {} x {}, scale {:.6g}, layout {} (q, k, v, o; s = [B,S,H,D] "
-                 "in place), mask {}{}{}",
-                 layer_, H, D, ops.k.heads, Sq, Sk, a.scale, layout, description,
-                 mean.padding != ir::kNoValue ? " & padding '" + g_.value(mean.padding).name + "'" : "",
-                 mean.bias ? ", additive bias" : "");
+    spdlog::info(
+        "attention layer {}: {} heads x {} (kv {}), {} x {}, scale {:.6g}, layout {} (q, k, v, o; s = [B,S,H,D] "
+        "in place), mask {}{}{}",
+        layer_, H, D, ops.k.heads, Sq, Sk, a.scale, layout, description,
+        mean.padding != ir::kNoValue ? " & padding '" + g_.value(mean.padding).name + "'" : "",
+        mean.bias ? ", additive bias" : "");
 
     // The matched nodes go, the new ones take the output MatMul's place.
     added_.push_back(std::move(att));

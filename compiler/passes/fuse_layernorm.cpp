@@ -31,7 +31,8 @@ bool match_at(Matcher& m, const ir::Node& mu) {
     for (const ir::Node* s : subs)
         for (int c : m.consumers(s->outputs[0])) {
             const ir::Node& sq = m.g.nodes[static_cast<size_t>(c)];
-            const ir::Node* r = (sq.op == Op::Pow || sq.op == Op::Mul) ? m.sole_consumer(sq.outputs[0], Op::ReduceMean) : nullptr;
+            const ir::Node* r = (sq.op == Op::Pow || sq.op == Op::Mul) ? m.sole_consumer(sq.outputs[0], Op::ReduceMean)
+                                                                       : nullptr;
             std::optional<NormCore> found = r && !core ? match_norm_core(m, *r) : std::nullopt;
             if (found && found->s == s->outputs[0]) core = found;
         }

@@ -7,8 +7,12 @@
 namespace stof::passes {
 
 Matcher::Matcher(ir::Graph& graph)
-    : g(graph), producer_(graph.producers()), consumers_(graph.values.size()), is_output_(graph.values.size(), 0),
-      claimed_(graph.nodes.size(), 0), insert_at_(graph.nodes.size()) {
+    : g(graph),
+      producer_(graph.producers()),
+      consumers_(graph.values.size()),
+      is_output_(graph.values.size(), 0),
+      claimed_(graph.nodes.size(), 0),
+      insert_at_(graph.nodes.size()) {
     for (size_t i = 0; i < g.nodes.size(); ++i) {
         node_names_.insert(g.nodes[i].name);
         for (ir::ValueId v : g.nodes[i].inputs)

@@ -22,8 +22,8 @@ using ir::Op;
 
 struct Linear {
     const ir::Node* matmul = nullptr;
-    const ir::Node* add = nullptr;  // the bias Add, or nullptr
-    std::optional<Tensor> bias;     // [N] in the weight's dtype
+    const ir::Node* add = nullptr;   // the bias Add, or nullptr
+    std::optional<Tensor> bias;      // [N] in the weight's dtype
     ir::ValueId out = ir::kNoValue;  // the layer's result: the Add's output or the MatMul's
 };
 
@@ -59,8 +59,8 @@ Tensor concat_columns(const std::vector<const Tensor*>& parts) {
         size_t col = 0;
         for (const Tensor* p : parts) {
             const auto w = static_cast<size_t>(p->shape[1]);
-            std::memcpy(out.bytes.data() + (static_cast<size_t>(r * n) + col) * es, p->bytes.data() + static_cast<size_t>(r) * w * es,
-                        w * es);
+            std::memcpy(out.bytes.data() + (static_cast<size_t>(r * n) + col) * es,
+                        p->bytes.data() + static_cast<size_t>(r) * w * es, w * es);
             col += w;
         }
     }

@@ -18,8 +18,8 @@ struct NormCore {
     ir::ValueId n = ir::kNoValue;  // the normalised operand
     ir::ValueId y = ir::kNoValue;  // the result
     double eps = 0;
-    const ir::Node* square = nullptr;  // Pow / Mul computing s²
-    const ir::Node* scale = nullptr;   // Mul / Div reading n and computing y
+    const ir::Node* square = nullptr;    // Pow / Mul computing s²
+    const ir::Node* scale = nullptr;     // Mul / Div reading n and computing y
     std::vector<const ir::Node*> nodes;  // every matched node, square to scale
 };
 
@@ -31,7 +31,7 @@ bool is_last_axis_mean(const Matcher& m, const ir::Node& r);
 std::optional<NormCore> match_norm_core(const Matcher& m, const ir::Node& r);
 
 struct NormAffine {
-    ir::ValueId out = ir::kNoValue;  // y when nothing matched
+    ir::ValueId out = ir::kNoValue;     // y when nothing matched
     std::optional<Tensor> scale, bias;  // [len], dtype dt
     std::vector<const ir::Node*> nodes;
 };

@@ -46,7 +46,8 @@ public:
 
 std::string encode_meta(const Meta& m) {
     Encoder e;
-    for (const std::string* s : {&m.model, &m.stofc_version, &m.target_arch, &m.nvrtc_version, &m.precision, &m.created, &m.notes})
+    for (const std::string* s :
+         {&m.model, &m.stofc_version, &m.target_arch, &m.nvrtc_version, &m.precision, &m.created, &m.notes})
         e.str(*s);
     return std::move(e.bytes);
 }
@@ -158,8 +159,8 @@ uint64_t align_up(uint64_t v) { return (v + kSectionAlignment - 1) / kSectionAli
 }  // namespace
 
 std::string serialize_plan(const Plan& p) {
-    const std::string payloads[kSectionCount - 1] = {encode_meta(p.meta), encode_tensors(p), encode_kernels(p),
-                                                     encode_masks(p), encode_schedule(p), encode_segments(p)};
+    const std::string payloads[kSectionCount - 1] = {encode_meta(p.meta), encode_tensors(p),  encode_kernels(p),
+                                                     encode_masks(p),     encode_schedule(p), encode_segments(p)};
     struct Bytes {
         const void* data;
         size_t size;

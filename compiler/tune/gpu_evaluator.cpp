@@ -37,8 +37,7 @@ uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
 }
 
 // Runs f(i) for i in [0, n) on the hardware's threads.
-template <class F>
-void parallel_for(size_t n, F f) {
+template <class F> void parallel_for(size_t n, F f) {
     std::atomic<size_t> next{0};
     auto work = [&] {
         for (size_t i = next++; i < n; i = next++) f(i);
@@ -56,8 +55,9 @@ GpuEvaluator::GpuEvaluator(GpuEvaluatorOptions opt) : opt_(std::move(opt)), meas
     opt_.lower.quiet = true;
     opt_.lower.jobs = 1;
     const Measurer::Device& d = measurer_.device();
-    identity_ = {d.name, d.sm_count, d.cc_major, d.cc_minor, d.driver_version, codegen::nvrtc_version(), d.cublaslt_version,
-                 kVersion, templates_hash()};
+    identity_ = {
+        d.name,   d.sm_count,      d.cc_major, d.cc_minor, d.driver_version, codegen::nvrtc_version(), d.cublaslt_version,
+        kVersion, templates_hash()};
     cache_ = std::make_unique<TuneCache>(opt_.cache_dir, identity_);
 }
 
@@ -133,12 +133,13 @@ const std::vector<Tensor>* GpuEvaluator::reference(const ir::Graph& g, const fus
                 unfused = codegen::lower(sg.graph, fusion::unfused_scheme(sg.graph), opt_.lower);
             }
             Measurement m = measure(unfused, true);
-            if (m.ok)
-                outputs = std::move(m.outputs);
+            if (m.ok) outputs = std::move(m.outputs);
             else
-                spdlog::warn("tuning: the unfused form of {} did not run ({}); its fused forms are not used", fusion::segment_kind_name(s.kind), m.error);
+                spdlog::warn("tuning: the unfused form of {} did not run ({}); its fused forms are not used",
+                             fusion::segment_kind_name(s.kind), m.error);
         } catch (const std::exception& e) {
-            spdlog::warn("tuning: the unfused form of {} could not be built ({}); its fused forms are not used", fusion::segment_kind_name(s.kind), e.what());
+            spdlog::warn("tuning: the unfused form of {} could not be built ({}); its fused forms are not used",
+                         fusion::segment_kind_name(s.kind), e.what());
         }
         it = references_.emplace(sig, std::move(outputs)).first;
     }

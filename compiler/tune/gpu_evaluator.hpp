@@ -23,7 +23,7 @@ namespace stof::tune {
 struct GpuEvaluatorOptions {
     codegen::LowerOptions lower;  // precision, arch, kernel cache, attention kernel of the candidates
     MeasureOptions measure;
-    std::string cache_dir;        // the tuning cache's directory ("" : none)
+    std::string cache_dir;  // the tuning cache's directory ("" : none)
     uint64_t seed = 1;
 };
 
@@ -63,11 +63,11 @@ private:
     CacheIdentity identity_;
     std::unique_ptr<TuneCache> cache_;
     EvaluatorStats stats_;
-    std::map<std::string, std::string> source_;                  // key → "measured" | "cache"
-    std::map<std::string, std::vector<Tensor>> references_;      // signature → outputs (empty: its reference failed)
+    std::map<std::string, std::string> source_;              // key → "measured" | "cache"
+    std::map<std::string, std::vector<Tensor>> references_;  // signature → outputs (empty: its reference failed)
     std::mutex prefetched_mutex_;
-    std::map<std::string, plan::Plan> prefetched_;               // key → lowered candidate
-    std::map<std::string, plan::Plan> prefetched_refs_;          // signature → lowered unfused segment
+    std::map<std::string, plan::Plan> prefetched_;       // key → lowered candidate
+    std::map<std::string, plan::Plan> prefetched_refs_;  // signature → lowered unfused segment
 };
 
 }  // namespace stof::tune

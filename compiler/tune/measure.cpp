@@ -189,7 +189,8 @@ Measurement Measurer::measure(const plan::Plan& p, uint64_t seed, bool with_outp
                 Tensor t(d.dtype, d.shape);
                 std::ifstream f(paths[i].get<std::string>(), std::ios::binary);
                 f.read(reinterpret_cast<char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
-                STOF_CHECK(f.gcount() == static_cast<std::streamsize>(t.bytes.size()), "output {} of the worker is truncated", i);
+                STOF_CHECK(f.gcount() == static_cast<std::streamsize>(t.bytes.size()), "output {} of the worker is truncated",
+                           i);
                 m.outputs.push_back(std::move(t));
             }
         }

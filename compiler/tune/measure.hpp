@@ -25,8 +25,8 @@ namespace stof::tune {
 
 struct MeasureOptions {
     int reps = 15, warmup = 3;
-    double timeout_s = 30;   // one request; the worker is killed and restarted after it
-    std::string work_dir;    // plans and outputs pass through here (a fresh temporary directory when empty)
+    double timeout_s = 30;            // one request; the worker is killed and restarted after it
+    std::string work_dir;             // plans and outputs pass through here (a fresh temporary directory when empty)
     std::vector<std::string> worker;  // the worker's command line (default: this program, "tune-worker")
 };
 
@@ -35,7 +35,7 @@ struct Measurement {
     std::string error;  // why not ok: the worker's error, a crash or a timeout
     double median_us = 0, spread_us = 0;
     int reps = 0;
-    double load_ms = 0;  // the worker's time to read and load the plan
+    double load_ms = 0;           // the worker's time to read and load the plan
     std::vector<Tensor> outputs;  // the plan's outputs after the runs, in plan order (when asked for)
 };
 

@@ -13,7 +13,8 @@ std::string check_outputs(const std::vector<Tensor>& candidate, const std::vecto
         return fmt::format("{} outputs, the reference has {}", candidate.size(), reference.size());
     for (size_t o = 0; o < candidate.size(); ++o) {
         const Tensor &a = candidate[o], &b = reference[o];
-        if (a.dtype != b.dtype || a.shape != b.shape) return fmt::format("output {}: {} against {}", o, a.describe(), b.describe());
+        if (a.dtype != b.dtype || a.shape != b.shape)
+            return fmt::format("output {}: {} against {}", o, a.describe(), b.describe());
         double diff = 0, norm = 0;
         for (int64_t i = 0; i < a.numel(); ++i) {
             const double x = a.get_f64(i), y = b.get_f64(i);

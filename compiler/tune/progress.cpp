@@ -9,8 +9,7 @@
 
 namespace stof::tune {
 
-ProgressLine::ProgressLine(std::FILE* out, double budget_s)
-    : out_(out), tty_(isatty(fileno(out)) != 0), budget_s_(budget_s) {}
+ProgressLine::ProgressLine(std::FILE* out, double budget_s) : out_(out), tty_(isatty(fileno(out)) != 0), budget_s_(budget_s) {}
 
 std::string ProgressLine::line(const fusion::SearchProgress& p) const {
     std::string s = fmt::format("tuning {}: {}/{}, {} segments timed, {:.1f} us saved, {:.1f} s", p.stage, p.index, p.count,
@@ -38,10 +37,8 @@ void ProgressLine::operator()(const fusion::SearchProgress& p) {
 
 void ProgressLine::finish() {
     if (!pending_) return;
-    if (tty_)
-        std::fprintf(out_, "\n");
-    else
-        std::fprintf(out_, "%s\n", line(last_).c_str());
+    if (tty_) std::fprintf(out_, "\n");
+    else std::fprintf(out_, "%s\n", line(last_).c_str());
     pending_ = false;
     std::fflush(out_);
 }

@@ -27,8 +27,9 @@ uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
 }
 
 json to_json(const CacheIdentity& id) {
-    return {{"gpu", id.gpu},     {"sm_count", id.sm_count}, {"cc", {id.cc_major, id.cc_minor}}, {"driver", id.driver},
-            {"nvrtc", id.nvrtc}, {"cublaslt", id.cublaslt}, {"stofc", id.stofc},                  {"templates", id.templates}};
+    return {{"gpu", id.gpu},       {"sm_count", id.sm_count},  {"cc", {id.cc_major, id.cc_minor}},
+            {"driver", id.driver}, {"nvrtc", id.nvrtc},        {"cublaslt", id.cublaslt},
+            {"stofc", id.stofc},   {"templates", id.templates}};
 }
 
 CacheIdentity identity_from(const json& j) {
@@ -140,7 +141,8 @@ void TuneCache::put(const std::string& key, const CacheRecord& r) {
 void TuneCache::save() {
     if (!dirty_ || path_.empty()) return;
     const json rs = records_json(records_);
-    const json j = {{"format", 1}, {"identity", to_json(id_)}, {"records", rs}, {"checksum", fmt::format("{:016x}", fnv1a(rs.dump()))}};
+    const json j = {
+        {"format", 1}, {"identity", to_json(id_)}, {"records", rs}, {"checksum", fmt::format("{:016x}", fnv1a(rs.dump()))}};
     std::error_code ec;
     fs::create_directories(fs::path(path_).parent_path(), ec);
     const std::string tmp = fmt::format("{}.{}.tmp", path_, getpid());

@@ -24,8 +24,8 @@ struct CacheIdentity {
     int driver = 0;
     std::string nvrtc;
     size_t cublaslt = 0;
-    std::string stofc;      // stofc's version
-    std::string templates;  // hash of the kernel templates' sources
+    std::string stofc;         // stofc's version
+    std::string templates;     // hash of the kernel templates' sources
     std::string arch() const;  // "sm_90"
     bool operator==(const CacheIdentity& o) const;
 };

@@ -57,8 +57,12 @@ public:
         STOF_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
         int driver = 0;
         STOF_CUDA_CHECK(cudaDriverGetVersion(&driver));
-        return {{"ok", true},           {"name", prop.name},   {"sm_count", prop.multiProcessorCount},
-                {"cc", {prop.major, prop.minor}}, {"driver", driver}, {"cublaslt", cublasLtGetVersion()}};
+        return {{"ok", true},
+                {"name", prop.name},
+                {"sm_count", prop.multiProcessorCount},
+                {"cc", {prop.major, prop.minor}},
+                {"driver", driver},
+                {"cublaslt", cublasLtGetVersion()}};
     }
 
     json measure(const json& req) {
@@ -136,8 +140,7 @@ private:
     };
 
     // µs per copy: the time of launch() (which enqueues `copies` copies on `stream`) over copies.
-    template <class F>
-    double timed(cudaStream_t stream, int copies, const F& launch) {
+    template <class F> double timed(cudaStream_t stream, int copies, const F& launch) {
         STOF_CUDA_CHECK(cudaEventRecord(start_, stream));
         launch();
         STOF_CUDA_CHECK(cudaEventRecord(stop_, stream));
@@ -168,12 +171,9 @@ int run_tune_worker() {
         try {
             const json req = json::parse(line);
             const std::string op = req.at("op").get<std::string>();
-            if (op == "device")
-                reply = bench.device();
-            else if (op == "measure")
-                reply = bench.measure(req);
-            else
-                reply = {{"ok", false}, {"error", "unknown request '" + op + "'"}};
+            if (op == "device") reply = bench.device();
+            else if (op == "measure") reply = bench.measure(req);
+            else reply = {{"ok", false}, {"error", "unknown request '" + op + "'"}};
         } catch (const std::exception& e) {
             reply = {{"ok", false}, {"error", e.what()}};
         }

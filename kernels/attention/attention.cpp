@@ -92,8 +92,8 @@ std::string check_attention_args(const AttentionArgs& a, AttentionKernel kernel)
         return "head_dim " + std::to_string(a.head_dim) + " is not supported (the attention kernels take " +
                attention_head_dims_text() + ")";
     if (a.batch < 1 || a.heads < 1 || a.seq_q < 1 || a.seq_k < 1)
-        return "batch, heads, seq_q and seq_k must be >= 1 (got " + std::to_string(a.batch) + ", " +
-               std::to_string(a.heads) + ", " + std::to_string(a.seq_q) + ", " + std::to_string(a.seq_k) + ")";
+        return "batch, heads, seq_q and seq_k must be >= 1 (got " + std::to_string(a.batch) + ", " + std::to_string(a.heads) +
+               ", " + std::to_string(a.seq_q) + ", " + std::to_string(a.seq_k) + ")";
     if (a.batch > 65535 || a.heads > 65535) return "batch and heads must be <= 65535";
     if (a.kv_heads < 1 || a.heads % a.kv_heads != 0)
         return "kv_heads " + std::to_string(a.kv_heads) + " does not divide heads " + std::to_string(a.heads);
@@ -122,8 +122,7 @@ std::string check_attention_args(const AttentionArgs& a, AttentionKernel kernel)
         return "mask_heads " + std::to_string(m.mask_heads) + " is neither 1 nor heads " + std::to_string(a.heads);
     if (a.key_valid && (reinterpret_cast<uintptr_t>(a.key_valid) & 7u)) return "key_valid is not 8-byte aligned";
     if (a.bias && (reinterpret_cast<uintptr_t>(a.bias) & 1u)) return "bias is not 2-byte aligned";
-    if (kernel == AttentionKernel::row_wise &&
-        static_cast<int64_t>(a.batch) * a.heads * a.seq_q > int64_t{0x7fffffff} * 4)
+    if (kernel == AttentionKernel::row_wise && static_cast<int64_t>(a.batch) * a.heads * a.seq_q > int64_t{0x7fffffff} * 4)
         return "too many query rows for the row-wise kernel";
     return "";
 }
@@ -134,7 +133,8 @@ cudaError_t launch_attention(const AttentionArgs& a, AttentionKernel kernel, cud
     const bool f16 = a.dtype == ElemType::f16;
     if (kernel == AttentionKernel::row_wise) {
         auto row_wise = [&]<int D>() {
-            return f16 ? attn::launch_row_wise<ElemType::f16, D>(p, stream) : attn::launch_row_wise<ElemType::bf16, D>(p, stream);
+            return f16 ? attn::launch_row_wise<ElemType::f16, D>(p, stream)
+                       : attn::launch_row_wise<ElemType::bf16, D>(p, stream);
         };
         return with_attention_head_dim(a.head_dim, row_wise);
     }

@@ -29,19 +29,19 @@ namespace stof::kernels::attn {
 template <int D, int BM> struct BlockWiseTraits {
     static_assert(kIsAttentionHeadDim<D>, "block-wise attention: head_dim must be one of STOF_ATTENTION_HEAD_DIMS");
     static_assert(BM == 64 || BM == 128, "block-wise attention: block_m must be 64 or 128");
-    static constexpr int BN = 64;                          // key columns per tile (mask tile_n)
+    static constexpr int BN = 64;  // key columns per tile (mask tile_n)
     static constexpr int WARPS = BM / 16;
     static constexpr int THREADS = WARPS * 32;
     static constexpr int DP = D <= 32 ? 32 : D <= 64 ? 64 : 128;  // the row in shared memory
-    static constexpr int CHUNKS = DP / 8;                  // 16-byte chunks per shared-memory row
-    static constexpr int DCHUNKS = D / 8;                  // of which hold data
+    static constexpr int CHUNKS = DP / 8;                         // 16-byte chunks per shared-memory row
+    static constexpr int DCHUNKS = D / 8;                         // of which hold data
     static constexpr int ROW_BYTES = DP * 2;
-    static constexpr int TILE_BYTES = BN * ROW_BYTES;      // one K or V tile
-    static constexpr int STAGE_BYTES = 2 * TILE_BYTES;     // K then V
-    static constexpr int BITMAP_HALF_BYTES = 64 * 8;       // 64 8x8 words: 64 rows x 64 columns
+    static constexpr int TILE_BYTES = BN * ROW_BYTES;   // one K or V tile
+    static constexpr int STAGE_BYTES = 2 * TILE_BYTES;  // K then V
+    static constexpr int BITMAP_HALF_BYTES = 64 * 8;    // 64 8x8 words: 64 rows x 64 columns
     static constexpr int BITMAP_OFFSET = 2 * STAGE_BYTES;
     static constexpr int SMEM_BYTES = 2 * STAGE_BYTES + 2 * 2 * BITMAP_HALF_BYTES;
-    static constexpr int ROWS_PER_PASS = THREADS / CHUNKS; // rows one cp.async pass covers
+    static constexpr int ROWS_PER_PASS = THREADS / CHUNKS;  // rows one cp.async pass covers
     // Register budget: D <= 64 fits 128 registers a thread, larger D needs the full 255.
     static constexpr int MIN_BLOCKS = D <= 64 ? 256 * 2 / THREADS : 128 * 2 / THREADS;
     static_assert(BM * ROW_BYTES <= STAGE_BYTES, "block-wise attention: the Q tile must fit in one stage");
@@ -56,14 +56,14 @@ template <int D, int BM> struct BlockWiseTraits {
 
 // One key tile as the CTA sees it: which halves (64-row groups) compute it and how.
 struct TileRef {
-    int col;                 // tile column; INT_MAX: none
-    int bm0, bm1;            // per half: -2 not listed, -1 full, >= 0 bitmap index
-    unsigned long long cols; // keys that are valid and < seq_k (bit c = column c of the tile)
+    int col;                  // tile column; INT_MAX: none
+    int bm0, bm1;             // per half: -2 not listed, -1 full, >= 0 bitmap index
+    unsigned long long cols;  // keys that are valid and < seq_k (bit c = column c of the tile)
 };
 
 // The part of a TileRef one warp computes with.
 struct WarpTile {
-    int col, bm;             // bm as in TileRef, of this warp's half
+    int col, bm;  // bm as in TileRef, of this warp's half
     unsigned long long cols;
 };
 
@@ -111,10 +111,8 @@ __global__ void __launch_bounds__(BlockWiseTraits<D, BM>::THREADS, BlockWiseTrai
     TileList la, lb;
     la.init(p, __ldg(rp + tr0), __ldg(rp + tr0 + 1));
     if constexpr (BM == 128) {
-        if (!shared_list && tr0 + 1 < p.tile_rows)
-            lb.init(p, __ldg(rp + tr0 + 1), __ldg(rp + tr0 + 2));
-        else
-            lb.init(p, 0, 0);
+        if (!shared_list && tr0 + 1 < p.tile_rows) lb.init(p, __ldg(rp + tr0 + 1), __ldg(rp + tr0 + 2));
+        else lb.init(p, 0, 0);
     }
     const unsigned long long* kv_row =
         p.key_valid ? reinterpret_cast<const unsigned long long*>(p.key_valid) + static_cast<int64_t>(b) * p.kv_words : nullptr;
@@ -160,8 +158,8 @@ __global__ void __launch_bounds__(BlockWiseTraits<D, BM>::THREADS, BlockWiseTrai
             const int hf = tid >> 5, c = tid & 31;
             const int bm = hf == 0 ? r.bm0 : r.bm1;
             if ((BM == 128 || hf == 0) && bm >= 0) {
-                const uint64_t* src = p.bitmaps + static_cast<int64_t>(bm) * p.words_per_tile +
-                                                (shared_list ? 64 * hf : 0) + c * 2;
+                const uint64_t* src = p.bitmaps + static_cast<int64_t>(bm) * p.words_per_tile + (shared_list ? 64 * hf : 0) +
+                                      c * 2;
                 cp_async_16(sbase + Tr::BITMAP_OFFSET + (s * 2 + hf) * Tr::BITMAP_HALF_BYTES + c * 16, src, true);
             }
         }
@@ -188,11 +186,11 @@ __global__ void __launch_bounds__(BlockWiseTraits<D, BM>::THREADS, BlockWiseTrai
         for (int kk = 0; kk < D / 16; ++kk) ldmatrix_x4(qf[kk], qa + (((2 * kk + (lane >> 4)) ^ Tr::swizzle(lane & 7)) << 4));
     }
     const uint32_t k_row = (((lane >> 4) << 3) + (lane & 7)) * ROW_BYTES;  // K: keys 16jj + this, chunk 2kk + (lane>>3)&1
-    const uint32_t v_row = (lane & 15) * ROW_BYTES;                          // V: keys 16kk + this, chunk 2dd + lane>>4
+    const uint32_t v_row = (lane & 15) * ROW_BYTES;                        // V: keys 16kk + this, chunk 2dd + lane>>4
     const int k_c = (lane >> 3) & 1, v_c = lane >> 4, sw = Tr::swizzle(lane & 7);
 
-    const int wq = warp & 3;                     // warp within its half: bitmap row blocks 2wq, 2wq+1
-    const int row0 = q0 + wrow + g;              // global query rows of this lane: row0, row0 + 8
+    const int wq = warp & 3;         // warp within its half: bitmap row blocks 2wq, 2wq+1
+    const int row0 = q0 + wrow + g;  // global query rows of this lane: row0, row0 + 8
     const T* bias_h = p.bias ? static_cast<const T*>(p.bias) + h * p.bias_sh : nullptr;
 
     float o[D / 8][4];
@@ -329,7 +327,7 @@ __global__ void __launch_bounds__(BlockWiseTraits<D, BM>::THREADS, BlockWiseTrai
         l_r[r] += __shfl_xor_sync(0xffffffffu, l_r[r], 2);
         inv[r] = l_r[r] > 0.f ? 1.f / l_r[r] : 0.f;
     }
-    __syncthreads();  // every warp is done reading K/V
+    __syncthreads();                                                  // every warp is done reading K/V
     unsigned char* stage_o = smem + (wrow + g) * ROW_BYTES + t4 * 4;  // rows wrow+g and +8 share one swizzle
     const int osw = Tr::swizzle(g);
 #pragma unroll

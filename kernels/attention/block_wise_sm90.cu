@@ -22,7 +22,8 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 
 // [batch, heads, rows, D] with element strides (sb, sh, ss), boxes of 64 rows x 64
 // elements in the 128-byte swizzle; out-of-range elements read as zeros.
-bool encode(CUtensorMap* map, const void* base, bool bf16, int d, int rows, int heads, int batch, int64_t sb, int64_t sh, int64_t ss) {
+bool encode(CUtensorMap* map, const void* base, bool bf16, int d, int rows, int heads, int batch, int64_t sb, int64_t sh,
+            int64_t ss) {
     const PFN_cuTensorMapEncodeTiled_v12000 fn = tensor_map_encoder();
     if (!fn) return false;
     // A dimension of extent 1 is never stepped along; give it a stride the encoder accepts.
@@ -30,7 +31,8 @@ bool encode(CUtensorMap* map, const void* base, bool bf16, int d, int rows, int 
     if (batch == 1) sb = ss;
     const cuuint64_t dims[4] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(heads),
                                 static_cast<cuuint64_t>(batch)};
-    const cuuint64_t strides[3] = {static_cast<cuuint64_t>(ss) * 2, static_cast<cuuint64_t>(sh) * 2, static_cast<cuuint64_t>(sb) * 2};
+    const cuuint64_t strides[3] = {static_cast<cuuint64_t>(ss) * 2, static_cast<cuuint64_t>(sh) * 2,
+                                   static_cast<cuuint64_t>(sb) * 2};
     const cuuint32_t box[4] = {64, 64, 1, 1};
     const cuuint32_t elem_strides[4] = {1, 1, 1, 1};
     return fn(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, const_cast<void*>(base), dims,
@@ -39,8 +41,8 @@ bool encode(CUtensorMap* map, const void* base, bool bf16, int d, int rows, int 
 }
 
 template <typename T, int D>
-cudaError_t launch(const AttnParams& p, const CUtensorMap& tq, const CUtensorMap& tk, const CUtensorMap& tv, const CUtensorMap& to,
-                   cudaStream_t stream) {
+cudaError_t launch(const AttnParams& p, const CUtensorMap& tq, const CUtensorMap& tk, const CUtensorMap& tv,
+                   const CUtensorMap& to, cudaStream_t stream) {
     using Tr = Sm90Traits<D>;
     auto kernel = block_wise_sm90_kernel<T, D>;
     static bool configured[64] = {};

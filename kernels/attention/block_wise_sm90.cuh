@@ -36,12 +36,12 @@ namespace stof::kernels::attn {
 
 template <int D> struct Sm90Traits {
     static_assert(D == 64 || D == 128, "block-wise sm90 attention: head_dim must be 64 or 128");
-    static constexpr int BM = 128;                 // query rows per CTA (two consumer warpgroups)
-    static constexpr int BN = 64;                  // key columns per tile (mask tile_n)
+    static constexpr int BM = 128;  // query rows per CTA (two consumer warpgroups)
+    static constexpr int BN = 64;   // key columns per tile (mask tile_n)
     static constexpr int THREADS = 384;
     static constexpr int STAGES = D == 64 ? 6 : 4;
-    static constexpr int BOXES = D / 64;           // 128-byte swizzle boxes per tile row
-    static constexpr int BOX_BYTES = 64 * 128;     // 64 rows x 64 elements
+    static constexpr int BOXES = D / 64;        // 128-byte swizzle boxes per tile row
+    static constexpr int BOX_BYTES = 64 * 128;  // 64 rows x 64 elements
     static constexpr int TILE_BYTES = BOXES * BOX_BYTES;
     static constexpr int Q_OFFSET = 0;
     static constexpr int K_OFFSET = 2 * TILE_BYTES;
@@ -55,8 +55,8 @@ template <int D> struct Sm90Traits {
 
 // What the producer tells the consumers about the tile in a stage.
 struct TileInfo {
-    int col;                  // tile column; INT_MAX: the list is done
-    int bm0, bm1;             // per consumer: -2 not listed, -1 full, >= 0 bitmap index
+    int col;       // tile column; INT_MAX: the list is done
+    int bm0, bm1;  // per consumer: -2 not listed, -1 full, >= 0 bitmap index
     int pad;
     unsigned long long cols;  // keys valid and < seq_k (bit c = column c of the tile)
 };
@@ -114,12 +114,11 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
         const int tr0 = q0 / p.tile_m;
         TileList la, lb;
         la.init(p, __ldg(rp + tr0), __ldg(rp + tr0 + 1));
-        if (!shared_list && tr0 + 1 < p.tile_rows)
-            lb.init(p, __ldg(rp + tr0 + 1), __ldg(rp + tr0 + 2));
-        else
-            lb.init(p, 0, 0);
-        const unsigned long long* kv_row =
-            p.key_valid ? reinterpret_cast<const unsigned long long*>(p.key_valid) + static_cast<int64_t>(b) * p.kv_words : nullptr;
+        if (!shared_list && tr0 + 1 < p.tile_rows) lb.init(p, __ldg(rp + tr0 + 1), __ldg(rp + tr0 + 2));
+        else lb.init(p, 0, 0);
+        const unsigned long long* kv_row = p.key_valid ? reinterpret_cast<const unsigned long long*>(p.key_valid) +
+                                                             static_cast<int64_t>(b) * p.kv_words
+                                                       : nullptr;
 
         int s = 0;
         uint32_t phase = 0;
@@ -317,10 +316,8 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
 #pragma unroll
             for (int kk = 0; kk < 4; ++kk) {
                 const uint64_t dv = sm90::desc_sw128(vs + kk * 16 * 128, BOX, 1024);
-                if constexpr (D == 128)
-                    sm90::wgmma_rs_n128<T>(o, pa[kk], dv);
-                else
-                    sm90::wgmma_rs_n64<T>(o, pa[kk], dv);
+                if constexpr (D == 128) sm90::wgmma_rs_n128<T>(o, pa[kk], dv);
+                else sm90::wgmma_rs_n64<T>(o, pa[kk], dv);
             }
             sm90::wgmma_commit();
             sm90::fence_regs(o);

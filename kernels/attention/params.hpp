@@ -29,7 +29,7 @@ struct AttnParams {
 
     const uint64_t* key_valid = nullptr;  // [batch, kv_words]
     int32_t kv_words = 0;
-    const void* bias = nullptr;           // bias[h * bias_sh + i * bias_ss + j]
+    const void* bias = nullptr;  // bias[h * bias_sh + i * bias_ss + j]
     int64_t bias_sh = 0, bias_ss = 0;
 };
 

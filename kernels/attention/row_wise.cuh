@@ -23,25 +23,18 @@ constexpr int kRowWiseWarps = 4;
 
 // A lane's slice of a row of V and O: 1 element (half a word), 2 (one word) or 4 (two
 // words); D / PER_LANE lanes hold one (all 32, except for D = 80 and 96).
-template <int D> struct RowSlice {
-    using type = uint2;
-};
-template <> struct RowSlice<32> {
-    using type = unsigned short;
-};
-template <> struct RowSlice<64> {
-    using type = uint32_t;
-};
+template <int D> struct RowSlice { using type = uint2; };
+template <> struct RowSlice<32> { using type = unsigned short; };
+template <> struct RowSlice<64> { using type = uint32_t; };
 
-template <typename T, int D>
-__global__ void __launch_bounds__(kRowWiseWarps * 32, 6) row_wise_kernel(const AttnParams p) {
+template <typename T, int D> __global__ void __launch_bounds__(kRowWiseWarps * 32, 6) row_wise_kernel(const AttnParams p) {
     static_assert(kIsAttentionHeadDim<D>, "row-wise attention: head_dim must be one of STOF_ATTENTION_HEAD_DIMS");
     using Slice = typename RowSlice<D>::type;
-    constexpr int NV = D / 8;                                  // 16-byte vectors per row
+    constexpr int NV = D / 8;                                      // 16-byte vectors per row
     constexpr int PER_LANE = static_cast<int>(sizeof(Slice)) / 2;  // output elements per lane
-    constexpr int LANES = D / PER_LANE;                        // lanes holding a slice
+    constexpr int LANES = D / PER_LANE;                            // lanes holding a slice
     const bool has_slice = (threadIdx.x & 31) < LANES;
-    constexpr int GROUP = 8;           // V rows in flight
+    constexpr int GROUP = 8;  // V rows in flight
 
     const int lane = threadIdx.x & 31;
     const int64_t gw = static_cast<int64_t>(blockIdx.x) * kRowWiseWarps + (threadIdx.x >> 5);
@@ -172,7 +165,8 @@ __global__ void __launch_bounds__(kRowWiseWarps * 32, 6) row_wise_kernel(const A
     } else if constexpr (PER_LANE == 2) {
         reinterpret_cast<uint32_t*>(orow)[lane] = pack2<T>(acc[0] * inv, acc[1] * inv);
     } else {
-        reinterpret_cast<uint2*>(orow)[lane] = make_uint2(pack2<T>(acc[0] * inv, acc[1] * inv), pack2<T>(acc[2] * inv, acc[3] * inv));
+        reinterpret_cast<uint2*>(orow)[lane] = make_uint2(pack2<T>(acc[0] * inv, acc[1] * inv),
+                                                          pack2<T>(acc[2] * inv, acc[3] * inv));
     }
 }
 

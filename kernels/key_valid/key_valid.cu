@@ -23,14 +23,13 @@ __global__ void key_valid_kernel(const T* __restrict__ mask, int32_t batch, int3
     if (lane == 0) words[word] = static_cast<uint64_t>(hi_bits) << 32 | lo_bits;
 }
 
-template <class T>
-cudaError_t launch(const void* mask, int32_t batch, int32_t seq, uint64_t* words, cudaStream_t stream) {
+template <class T> cudaError_t launch(const void* mask, int32_t batch, int32_t seq, uint64_t* words, cudaStream_t stream) {
     const int32_t per_row = (seq + 63) / 64;
     const int64_t total = static_cast<int64_t>(batch) * per_row;
     const int64_t blocks = (total + kWarpsPerBlock - 1) / kWarpsPerBlock;
     if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
     key_valid_kernel<T><<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, 0, stream>>>(static_cast<const T*>(mask), batch,
-                                                                                         seq, per_row, words);
+                                                                                           seq, per_row, words);
     return cudaGetLastError();
 }
 

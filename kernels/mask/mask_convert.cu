@@ -9,9 +9,9 @@ namespace stof::kernels {
 
 namespace {
 
-#define STOF_CUDA_TRY(expr)                         \
-    do {                                            \
-        const cudaError_t stof_err_ = (expr);       \
+#define STOF_CUDA_TRY(expr)                             \
+    do {                                                \
+        const cudaError_t stof_err_ = (expr);           \
         if (stof_err_ != cudaSuccess) return stof_err_; \
     } while (0)
 
@@ -161,7 +161,8 @@ namespace {
 // check_mask_convert_args without the data pointer: what mask_convert_sizes needs.
 std::string check_geometry(const DenseMaskInput& in, int32_t tile_m, int32_t tile_n) {
     if (tile_m < 8 || tile_n < 8 || tile_m > 256 || tile_n > 256 || tile_m % 8 != 0 || tile_n % 8 != 0)
-        return "tile " + std::to_string(tile_m) + "x" + std::to_string(tile_n) + ": each side must be a multiple of 8 in 8..256";
+        return "tile " + std::to_string(tile_m) + "x" + std::to_string(tile_n) +
+               ": each side must be a multiple of 8 in 8..256";
     if (in.batch < 1 || in.heads < 1) return "batch and heads must be >= 1";
     if (in.rows < 0 || in.cols < 0) return "rows and cols must be >= 0";
     if (in.stride_b < 0 || in.stride_h < 0 || in.stride_row < 0 || in.stride_col < 0) return "strides must be >= 0";
@@ -223,7 +224,8 @@ cudaError_t convert_dense_mask(const DenseMaskInput& in, int32_t tile_m, int32_t
     const auto blocks = static_cast<unsigned>(g.tiles), threads = static_cast<unsigned>(g.words_per_tile);
     classify_tiles<<<blocks, threads, 0, stream>>>(g, ws.flags, ws.words);
     STOF_CUDA_TRY(cudaGetLastError());
-    STOF_CUDA_TRY(cub::DeviceScan::ExclusiveSum(ws.scan, ws.scan_bytes, ws.flags, ws.offsets, static_cast<int>(g.tiles + 1), stream));
+    STOF_CUDA_TRY(
+        cub::DeviceScan::ExclusiveSum(ws.scan, ws.scan_bytes, ws.flags, ws.offsets, static_cast<int>(g.tiles + 1), stream));
     scatter_tiles<<<blocks, threads, 0, stream>>>(g, ws.flags, ws.offsets, ws.words, out);
     STOF_CUDA_TRY(cudaGetLastError());
     return cudaSuccess;

@@ -110,8 +110,11 @@ nlohmann::json print_profile(const stof::Runtime& rt, const std::vector<double>&
         auto& [t, count] = by_label[stof::plan::step_label(s)];
         t += ms[i];
         ++count;
-        steps.push_back({{"step", i}, {"kind", stof::plan::step_label(s)}, {"kernel", stof::plan::step_kernel_name(p, s)},
-                         {"nodes", s.nodes}, {"ms", ms[i]}});
+        steps.push_back({{"step", i},
+                         {"kind", stof::plan::step_label(s)},
+                         {"kernel", stof::plan::step_kernel_name(p, s)},
+                         {"nodes", s.nodes},
+                         {"ms", ms[i]}});
     }
     nlohmann::json labels = nlohmann::json::object();
     for (const auto& [label, tc] : by_label) labels[label] = {{"ms", tc.first}, {"steps", tc.second}};
@@ -140,8 +143,8 @@ void print_json_error(const RunArgs& a, const std::string& message, const char* 
 int run(const RunArgs& a) {
     using nlohmann::json;
     stof::Runtime rt(a.plan, stof::RuntimeOptions{a.device});
-    spdlog::info("{} on {}: {} inputs, {} outputs, {} steps", a.plan, rt.device_name(), rt.inputs().size(),
-                 rt.outputs().size(), rt.plan().steps.size());
+    spdlog::info("{} on {}: {} inputs, {} outputs, {} steps", a.plan, rt.device_name(), rt.inputs().size(), rt.outputs().size(),
+                 rt.plan().steps.size());
     json report = {{"plan", a.plan}, {"device", rt.device_name()}, {"stofc_version", rt.plan().meta.stofc_version}};
 
     // Inputs: files where given, random data otherwise.
@@ -170,10 +173,8 @@ int run(const RunArgs& a) {
     report["inputs"] = inputs;
     report["seed"] = a.seed;
 
-    if (a.dump_dir.empty())
-        rt.run(a.graph);
-    else
-        run_dumping(rt, a.dump_dir);
+    if (a.dump_dir.empty()) rt.run(a.graph);
+    else run_dumping(rt, a.dump_dir);
 
     // Outputs: written, compared.
     std::map<std::string, stof::Tensor> expected = stof::cli::read_named_npy(a.expects, "--expect");
@@ -233,11 +234,12 @@ int run(const RunArgs& a) {
         // Back-to-back runs per second at the mean latency (one run = one batch of the plan's shape).
         const double per_s = mean > 0 ? 1000.0 / mean : 0.0;
         if (!a.json)
-            fmt::print("latency over {} runs ({} warm-up, {}): min {:.4f} ms, mean {:.4f} ms, median {:.4f} ms, p99 "
-                       "{:.4f} ms, max {:.4f} ms; throughput {:.1f} runs/s\n",
-                       a.bench, a.warmup, a.graph ? "CUDA graph" : "plain launches", lo, mean, med, p99, hi, per_s);
-        report["latency_ms"] = {{"min", lo},       {"mean", mean},       {"median", med},    {"p99", p99},
-                                {"max", hi},       {"runs", a.bench},    {"warmup", a.warmup}, {"graph", a.graph}};
+            fmt::print(
+                "latency over {} runs ({} warm-up, {}): min {:.4f} ms, mean {:.4f} ms, median {:.4f} ms, p99 "
+                "{:.4f} ms, max {:.4f} ms; throughput {:.1f} runs/s\n",
+                a.bench, a.warmup, a.graph ? "CUDA graph" : "plain launches", lo, mean, med, p99, hi, per_s);
+        report["latency_ms"] = {{"min", lo}, {"mean", mean},    {"median", med},      {"p99", p99},
+                                {"max", hi}, {"runs", a.bench}, {"warmup", a.warmup}, {"graph", a.graph}};
         report["throughput_runs_per_s"] = per_s;
     }
     if (a.profile > 0) report["profile"] = print_profile(rt, rt.profile(a.profile, a.warmup), a.profile, !a.json);
@@ -269,7 +271,9 @@ int main(int argc, char** argv) {
     app.add_option("--profile", a.profile,
                    "Time every step over N plain runs and list the slowest steps and the time per kind of step")
         ->check(CLI::NonNegativeNumber);
-    app.add_option("--warmup", a.warmup, "Untimed runs before --bench and --profile")->capture_default_str()->check(CLI::NonNegativeNumber);
+    app.add_option("--warmup", a.warmup, "Untimed runs before --bench and --profile")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
     app.add_option("--dump-dir", a.dump_dir,
                    "Run step by step and write every intermediate tensor to DIR/<name>.npy (compare with stofc eval "
                    "--dump-dir)");

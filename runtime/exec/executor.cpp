@@ -117,8 +117,10 @@ void Executor::load_modules() {
                        "stofc for {}",
                        k.key, k.arch, device_arch, device_arch);
             r = drv.cuModuleLoadData(&module, k.ptx.c_str());
-            STOF_CHECK(r == CUDA_SUCCESS, "kernel '{}': the driver cannot JIT-compile its PTX for {}: {} (update the "
-                       "driver or recompile the model for {})", k.key, device_arch, driver_error_string(r), device_arch);
+            STOF_CHECK(r == CUDA_SUCCESS,
+                       "kernel '{}': the driver cannot JIT-compile its PTX for {}: {} (update the "
+                       "driver or recompile the model for {})",
+                       k.key, device_arch, driver_error_string(r), device_arch);
             spdlog::debug("kernel '{}': JIT-compiled PTX ({} cubin)", k.key, k.cubin.empty() ? "no" : k.arch);
             ++jit;
         }
@@ -128,8 +130,10 @@ void Executor::load_modules() {
         functions_.push_back(fn);
     }
     if (jit > 0)
-        spdlog::warn("{} of {} kernels have no cubin for {}: JIT-compiled their PTX (slower to load; recompile the "
-                     "model for {} to avoid it)", jit, plan_.kernels.size(), device_arch, device_arch);
+        spdlog::warn(
+            "{} of {} kernels have no cubin for {}: JIT-compiled their PTX (slower to load; recompile the "
+            "model for {} to avoid it)",
+            jit, plan_.kernels.size(), device_arch, device_arch);
 
     // Dynamic shared memory above the default limit needs an opt-in per function.
     std::vector<uint32_t> shared(plan_.kernels.size(), 0);
@@ -156,8 +160,8 @@ void Executor::allocate() {
     }
     if (!plan_.weights.empty()) {
         const cudaError_t e = cudaMalloc(&weights_, plan_.weights.size());
-        STOF_CHECK(e == cudaSuccess, "cannot allocate {} bytes for the weights on {}: {}", plan_.weights.size(),
-                   device_name_, cudaGetErrorString(e));
+        STOF_CHECK(e == cudaSuccess, "cannot allocate {} bytes for the weights on {}: {}", plan_.weights.size(), device_name_,
+                   cudaGetErrorString(e));
         STOF_CUDA_CHECK(cudaMemcpy(weights_, plan_.weights.data(), plan_.weights.size(), cudaMemcpyHostToDevice));
         plan_.weights.clear();
         plan_.weights.shrink_to_fit();
@@ -232,8 +236,8 @@ void Executor::upload_masks() {
         kernels::MaskConvertSizes sz;
         STOF_CUDA_CHECK(kernels::mask_convert_sizes(c.in, c.tile_m, c.tile_n, &sz));
         uint64_t at[6], end = 0;
-        const size_t sizes[6] = {sz.row_ptr_bytes, sz.col_idx_bytes, sz.bitmap_idx_bytes, sz.bitmaps_bytes, sz.counts_bytes,
-                                 sz.workspace_bytes};
+        const size_t sizes[6] = {sz.row_ptr_bytes, sz.col_idx_bytes, sz.bitmap_idx_bytes,
+                                 sz.bitmaps_bytes, sz.counts_bytes,  sz.workspace_bytes};
         for (int k = 0; k < 6; ++k) {
             at[k] = end;
             end = align_up(end + sizes[k], plan::kAlignment);
@@ -341,8 +345,8 @@ void Executor::prepare_steps() {
                     A.block_m = A.mask.tile_m == 128 ? 128 : 0;
                     p.attention_kernel = static_cast<kernels::AttentionKernel>(a.kernel);  // 0, 1, 2 (plan_validate)
                     const std::string why = kernels::check_attention_args(A, p.attention_kernel);
-                    STOF_CHECK(why.empty(), "the {} attention kernel does not support this step: {}", plan::attention_kernel_name(a.kernel),
-                               why);
+                    STOF_CHECK(why.empty(), "the {} attention kernel does not support this step: {}",
+                               plan::attention_kernel_name(a.kernel), why);
                     break;
                 }
                 case plan::StepKind::key_valid: {
@@ -403,7 +407,8 @@ void Executor::enqueue_step(size_t i, cudaStream_t stream) {
             break;
         case plan::StepKind::mask_convert: {
             const MaskConvert& c = p.mask_convert;
-            STOF_CUDA_CHECK(kernels::convert_dense_mask(c.in, c.tile_m, c.tile_n, c.out, c.workspace, c.workspace_bytes, stream));
+            STOF_CUDA_CHECK(
+                kernels::convert_dense_mask(c.in, c.tile_m, c.tile_n, c.out, c.workspace, c.workspace_bytes, stream));
             break;
         }
     }

@@ -113,7 +113,7 @@ private:
     int cc_major_ = 0, cc_minor_ = 0;
     std::string device_name_;
     cudaStream_t stream_ = nullptr;
-    cudaEvent_t last_done_ = nullptr;            // recorded by end_on
+    cudaEvent_t last_done_ = nullptr;             // recorded by end_on
     mutable cudaStream_t last_stream_ = nullptr;  // the stream it was recorded on
     mutable bool last_recorded_ = false;
     std::vector<CUmodule> modules_;
@@ -122,7 +122,7 @@ private:
     void* weights_ = nullptr;
     void* masks_ = nullptr;
     std::vector<kernels::SparseMaskView> mask_views_;  // per mask
-    std::vector<MaskConvert> runtime_masks_;             // per mask (used for run-time ones)
+    std::vector<MaskConvert> runtime_masks_;           // per mask (used for run-time ones)
     std::vector<void*> runtime_mask_memory_;
     cublasLtHandle_t lt_ = nullptr;
     void* workspace_ = nullptr;

@@ -46,8 +46,8 @@ cublasLtMatrixLayout_t layout(cudaDataType_t t, int64_t rows, int64_t cols, int6
     if (batch > 1) {
         const auto count = static_cast<int32_t>(batch);
         const cublasStatus_t s1 = cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count));
-        const cublasStatus_t s2 =
-            cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride));
+        const cublasStatus_t s2 = cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                                   sizeof(stride));
         if (s1 != CUBLAS_STATUS_SUCCESS || s2 != CUBLAS_STATUS_SUCCESS) {
             cublasLtMatrixLayoutDestroy(l);
             STOF_CUBLAS_CHECK(s1 != CUBLAS_STATUS_SUCCESS ? s1 : s2);
@@ -112,8 +112,9 @@ LtGemm::LtGemm(cublasLtHandle_t lt, const plan::GemmStep& g, DType dtype, const 
                    static_cast<int>(g.epilogue), align_b, align_a, align_c, align_d);
         // The plan's choice among the candidates; a cuBLASLt (or GPU) that offers fewer gets its first.
         if (g.algo >= found)
-            spdlog::warn("gemm m={} n={} k={}: the plan asks for cuBLASLt's candidate {}, this cuBLASLt offers {}; using its first",
-                         g.m, g.n, g.k, g.algo, found);
+            spdlog::warn(
+                "gemm m={} n={} k={}: the plan asks for cuBLASLt's candidate {}, this cuBLASLt offers {}; using its first", g.m,
+                g.n, g.k, g.algo, found);
         algo_ = result[g.algo < found ? g.algo : 0].algo;
     } catch (...) {
         release();

@@ -34,8 +34,10 @@ std::string caller_memory_problem(const void* ptr, int device) {
         return fmt::format("address {} cannot be queried: {}", ptr, cudaGetErrorString(e));
     }
     if (a.type == cudaMemoryTypeUnregistered)
-        return fmt::format("address {} is not memory the GPU can reach (pass device memory, or host memory through "
-                           "set_input / get_output)", ptr);
+        return fmt::format(
+            "address {} is not memory the GPU can reach (pass device memory, or host memory through "
+            "set_input / get_output)",
+            ptr);
     if (a.type == cudaMemoryTypeDevice && a.device != device)
         return fmt::format("address {} is memory of CUDA device {}; the plan runs on device {}", ptr, a.device, device);
     return "";

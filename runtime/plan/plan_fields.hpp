@@ -27,7 +27,8 @@ template <> inline constexpr uint8_t kEnumMax<ParamKind> = static_cast<uint8_t>(
 template <> inline constexpr uint8_t kEnumMax<Epilogue> = static_cast<uint8_t>(Epilogue::bias_relu);
 template <> inline constexpr uint8_t kEnumMax<StepKind> = static_cast<uint8_t>(StepKind::mask_convert);
 
-template <class S, class F> requires FieldsOf<S, Arg>
+template <class S, class F>
+requires FieldsOf<S, Arg>
 void fields(S& a, F&& f) {
     f("kind", a.kind);
     f("tensor", a.tensor);
@@ -36,7 +37,8 @@ void fields(S& a, F&& f) {
     f("f", a.f);
 }
 
-template <class S, class F> requires FieldsOf<S, LaunchStep>
+template <class S, class F>
+requires FieldsOf<S, LaunchStep>
 void fields(S& l, F&& f) {
     f("kernel", l.kernel);
     f("grid", l.grid);
@@ -45,7 +47,8 @@ void fields(S& l, F&& f) {
     f("args", l.args);
 }
 
-template <class S, class F> requires FieldsOf<S, GemmStep>
+template <class S, class F>
+requires FieldsOf<S, GemmStep>
 void fields(S& g, F&& f) {
     f("a", g.a);
     f("b", g.b);
@@ -76,7 +79,8 @@ void fields(S& g, F&& f) {
     f("algo", g.algo);
 }
 
-template <class S, class F> requires FieldsOf<S, AttentionOperand>
+template <class S, class F>
+requires FieldsOf<S, AttentionOperand>
 void fields(S& o, F&& f) {
     f("tensor", o.tensor);
     f("byte_offset", o.byte_offset);
@@ -85,7 +89,8 @@ void fields(S& o, F&& f) {
     f("stride_s", o.stride_s);
 }
 
-template <class S, class F> requires FieldsOf<S, AttentionStep>
+template <class S, class F>
+requires FieldsOf<S, AttentionStep>
 void fields(S& a, F&& f) {
     f("q", a.q);
     f("k", a.k);
@@ -106,7 +111,8 @@ void fields(S& a, F&& f) {
     f("kernel", a.kernel);
 }
 
-template <class S, class F> requires FieldsOf<S, KeyValidStep>
+template <class S, class F>
+requires FieldsOf<S, KeyValidStep>
 void fields(S& k, F&& f) {
     f("mask", k.mask);
     f("words", k.words);
@@ -114,7 +120,8 @@ void fields(S& k, F&& f) {
     f("seq", k.seq);
 }
 
-template <class S, class F> requires FieldsOf<S, CopyStep>
+template <class S, class F>
+requires FieldsOf<S, CopyStep>
 void fields(S& c, F&& f) {
     f("src", c.src);
     f("dst", c.dst);
@@ -123,14 +130,16 @@ void fields(S& c, F&& f) {
     f("bytes", c.bytes);
 }
 
-template <class S, class F> requires FieldsOf<S, MaskConvertStep>
+template <class S, class F>
+requires FieldsOf<S, MaskConvertStep>
 void fields(S& m, F&& f) {
     f("keep", m.keep);
     f("mask", m.mask);
 }
 
 // f(body) on the member of step s that its kind selects.
-template <class S, class F> requires FieldsOf<S, Step>
+template <class S, class F>
+requires FieldsOf<S, Step>
 void with_step_body(S& s, F&& f) {
     switch (s.kind) {
         case StepKind::launch: f(s.launch); return;
@@ -146,8 +155,7 @@ template <class T> struct IsVector : std::false_type {};
 template <class T> struct IsVector<std::vector<T>> : std::true_type {};
 
 // The bytes the format stores for a T (a vector: its count alone).
-template <class T>
-size_t encoded_bytes() {
+template <class T> size_t encoded_bytes() {
     if constexpr (std::is_enum_v<T> || std::is_same_v<T, bool>) return 1;
     else if constexpr (std::is_arithmetic_v<T>) return sizeof(T);
     else if constexpr (std::is_array_v<T>) return std::extent_v<T> * encoded_bytes<std::remove_extent_t<T>>();

@@ -57,15 +57,15 @@ public:
     // An element count whose elements take at least `min_bytes` each.
     uint32_t count(size_t min_bytes, const char* what) {
         const uint32_t c = u32(what);
-        STOF_CHECK(static_cast<uint64_t>(c) * min_bytes <= remaining(), "{} {} needs more than the {} bytes left",
-                   what, c, remaining());
+        STOF_CHECK(static_cast<uint64_t>(c) * min_bytes <= remaining(), "{} {} needs more than the {} bytes left", what, c,
+                   remaining());
         return c;
     }
     std::string str(const char* what) {
         const size_t at = pos_;
         const uint32_t len = u32(what);
-        STOF_CHECK(len <= remaining(), "{} at byte {}: a string of {} bytes runs past the end ({} bytes left)", what, at,
-                   len, remaining());
+        STOF_CHECK(len <= remaining(), "{} at byte {}: a string of {} bytes runs past the end ({} bytes left)", what, at, len,
+                   remaining());
         std::string s(reinterpret_cast<const char*>(p_ + pos_), len);
         pos_ += len;
         return s;
@@ -193,8 +193,8 @@ void decode_kernels(Cursor& c, Plan& p, const uint8_t* section, size_t section_s
                    "kernel {} ('{}'): cubin at {} size {} lies outside the {}-byte blob area", i, p.kernels[i].key,
                    b.cubin_offset, b.cubin_size, area_size);
         STOF_CHECK(b.ptx_offset <= area_size && b.ptx_size <= area_size - b.ptx_offset,
-                   "kernel {} ('{}'): PTX at {} size {} lies outside the {}-byte blob area", i, p.kernels[i].key,
-                   b.ptx_offset, b.ptx_size, area_size);
+                   "kernel {} ('{}'): PTX at {} size {} lies outside the {}-byte blob area", i, p.kernels[i].key, b.ptx_offset,
+                   b.ptx_size, area_size);
         p.kernels[i].cubin.assign(area + b.cubin_offset, area + b.cubin_offset + b.cubin_size);
         p.kernels[i].ptx.assign(reinterpret_cast<const char*>(area + b.ptx_offset), b.ptx_size);
     }
@@ -308,32 +308,31 @@ std::vector<Section> read_table(const uint8_t* data, size_t size, const std::str
         STOF_CHECK(idx < kSectionCount, "{}: the section table is damaged (unknown section '{}')", what, s.name);
         STOF_CHECK(!seen[idx], "{}: the section table is damaged (section '{}' appears twice)", what, s.name);
         STOF_CHECK(s.offset % kSectionAlignment == 0 && s.offset >= table_end,
-                   "{}: section '{}' is damaged (offset {} is not a {}-byte aligned position after the section table)",
-                   what, s.name, s.offset, kSectionAlignment);
+                   "{}: section '{}' is damaged (offset {} is not a {}-byte aligned position after the section table)", what,
+                   s.name, s.offset, kSectionAlignment);
         STOF_CHECK(s.offset <= size && s.size <= size - s.offset,
                    "{}: section '{}' is truncated ({} bytes at byte {}, the file has {})", what, s.name, s.size, s.offset,
                    size);
         seen[idx] = true;
         table.push_back(s);
     }
-    for (size_t k = 0; k < kSectionCount; ++k)
-        STOF_CHECK(seen[k], "{}: section '{}' is missing", what, kSectionNames[k]);
+    for (size_t k = 0; k < kSectionCount; ++k) STOF_CHECK(seen[k], "{}: section '{}' is missing", what, kSectionNames[k]);
 
     // Payloads follow each other in table order with zero padding between them, and the
     // file ends with the last one: every byte is covered by a checksum or checked here.
     uint64_t end = table_end;
     std::string previous = "the section table";
     for (const Section& s : table) {
-        STOF_CHECK(s.offset >= end, "{}: section '{}' is damaged (it starts at byte {}, before the end of {} at byte {})",
-                   what, s.name, s.offset, previous, end);
+        STOF_CHECK(s.offset >= end, "{}: section '{}' is damaged (it starts at byte {}, before the end of {} at byte {})", what,
+                   s.name, s.offset, previous, end);
         end = s.offset + s.size;
         previous = "section '" + s.name + "'";
     }
     uint64_t padding = table_end;
     for (const Section& s : table) {
         for (uint64_t b = padding; b < s.offset; ++b)
-            STOF_CHECK(data[b] == 0, "{}: the padding before section '{}' is damaged (byte {} is {}, not 0)", what, s.name,
-                       b, data[b]);
+            STOF_CHECK(data[b] == 0, "{}: the padding before section '{}' is damaged (byte {} is {}, not 0)", what, s.name, b,
+                       data[b]);
         padding = s.offset + s.size;
     }
     const uint64_t declared = load_u64(data + 48);

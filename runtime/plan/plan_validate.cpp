@@ -89,8 +89,8 @@ private:
     void check_io(const std::vector<int32_t>& list, TensorRole role, const char* what) {
         std::set<int32_t> seen;
         for (int32_t t : list) {
-            STOF_CHECK(t >= 0 && static_cast<size_t>(t) < p_.tensors.size(), "tensors: {} index {} is out of range ({} tensors)",
-                       what, t, p_.tensors.size());
+            STOF_CHECK(t >= 0 && static_cast<size_t>(t) < p_.tensors.size(),
+                       "tensors: {} index {} is out of range ({} tensors)", what, t, p_.tensors.size());
             STOF_CHECK(p_.tensors[t].role == role, "tensors: {} '{}' does not have the role {}", what, p_.tensors[t].name, what);
             STOF_CHECK(seen.insert(t).second, "tensors: {} '{}' is listed twice", what, p_.tensors[t].name);
         }
@@ -127,10 +127,9 @@ private:
                 if (p_.masks[i].runtime) {
                     STOF_CHECK(m.row_ptr.empty() && m.col_idx.empty() && m.bitmap_idx.empty() && m.bitmaps.empty(),
                                "a run-time mask carries arrays");
-                    STOF_CHECK(m.rows >= 1 && m.cols >= 1 && m.mask_batch >= 1 && m.mask_heads >= 1 &&
-                                   m.mask_batch <= 65535 && m.mask_heads <= 65535,
-                               "sizes {}x{} with {}x{} patterns must be positive", m.rows, m.cols, m.mask_batch,
-                               m.mask_heads);
+                    STOF_CHECK(m.rows >= 1 && m.cols >= 1 && m.mask_batch >= 1 && m.mask_heads >= 1 && m.mask_batch <= 65535 &&
+                                   m.mask_heads <= 65535,
+                               "sizes {}x{} with {}x{} patterns must be positive", m.rows, m.cols, m.mask_batch, m.mask_heads);
                     for (int32_t t : {m.tile_m, m.tile_n})
                         STOF_CHECK(t >= 8 && t <= 256 && t % 8 == 0, "tile side {} is not a multiple of 8 in 8..256", t);
                     const i128 tiles = static_cast<i128>(m.mask_batch) * m.mask_heads * ((m.rows + m.tile_m - 1) / m.tile_m) *
@@ -177,8 +176,8 @@ private:
     }
 
     void check_launch(const LaunchStep& l) {
-        STOF_CHECK(l.kernel >= 0 && static_cast<size_t>(l.kernel) < p_.kernels.size(), "kernel index {} is out of range ({} kernels)",
-                   l.kernel, p_.kernels.size());
+        STOF_CHECK(l.kernel >= 0 && static_cast<size_t>(l.kernel) < p_.kernels.size(),
+                   "kernel index {} is out of range ({} kernels)", l.kernel, p_.kernels.size());
         const KernelDesc& k = p_.kernels[l.kernel];
         STOF_CHECK(l.args.size() == k.params.size(), "{} arguments for kernel '{}', which takes {}", l.args.size(), k.key,
                    k.params.size());
@@ -242,7 +241,8 @@ private:
             STOF_CHECK(g.beta == 0, "beta is {} but there is no c", g.beta);
         }
         STOF_CHECK(g.epilogue <= Epilogue::bias_relu, "unknown epilogue {}", static_cast<int>(g.epilogue));
-        const bool has_bias = g.epilogue == Epilogue::bias || g.epilogue == Epilogue::bias_gelu || g.epilogue == Epilogue::bias_relu;
+        const bool has_bias = g.epilogue == Epilogue::bias || g.epilogue == Epilogue::bias_gelu ||
+                              g.epilogue == Epilogue::bias_relu;
         if (has_bias) {
             const TensorDesc& bias = tensor(g.bias, "bias");
             STOF_CHECK(bias.dtype == d.dtype, "bias is {}, d {}", dtype_name(bias.dtype), dtype_name(d.dtype));
@@ -298,7 +298,8 @@ private:
                    static_cast<i128>(a.heads - 1) * a.bias_stride_h + static_cast<i128>(a.seq_q - 1) * a.bias_stride_s + a.seq_k,
                    "bias");
         }
-        STOF_CHECK(a.kernel >= 0 && a.kernel <= 2, "kernel {} is not 0 (block-wise), 1 (row-wise) or 2 (block-wise sm_90)", a.kernel);
+        STOF_CHECK(a.kernel >= 0 && a.kernel <= 2, "kernel {} is not 0 (block-wise), 1 (row-wise) or 2 (block-wise sm_90)",
+                   a.kernel);
     }
 
     void check_key_valid(const KeyValidStep& k) {
@@ -322,8 +323,8 @@ private:
         const TensorDesc& keep = tensor(c.keep, "keep");
         STOF_CHECK(keep.dtype == DType::boolean, "keep '{}' is {}, not bool", keep.name, dtype_name(keep.dtype));
         STOF_CHECK(bytes_[c.keep] == static_cast<i128>(m.mask_batch) * m.mask_heads * m.rows * m.cols,
-                   "keep '{}' {} does not hold [{}, {}, {}, {}]", keep.name, shape_str(keep.shape), m.mask_batch,
-                   m.mask_heads, m.rows, m.cols);
+                   "keep '{}' {} does not hold [{}, {}, {}, {}]", keep.name, shape_str(keep.shape), m.mask_batch, m.mask_heads,
+                   m.rows, m.cols);
         filled_[c.mask] = 1;
     }
 

@@ -13,8 +13,8 @@ std::vector<int32_t> step_tensors(const Step& s) {
             break;
         case StepKind::gemm: t = {s.gemm.a, s.gemm.b, s.gemm.c, s.gemm.d, s.gemm.bias}; break;
         case StepKind::attention:
-            t = {s.attention.q.tensor, s.attention.k.tensor, s.attention.v.tensor, s.attention.o.tensor,
-                 s.attention.key_valid, s.attention.bias};
+            t = {s.attention.q.tensor, s.attention.k.tensor,  s.attention.v.tensor,
+                 s.attention.o.tensor, s.attention.key_valid, s.attention.bias};
             break;
         case StepKind::key_valid: t = {s.key_valid.mask, s.key_valid.words}; break;
         case StepKind::copy: t = {s.copy.src, s.copy.dst}; break;

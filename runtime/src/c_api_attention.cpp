@@ -65,8 +65,10 @@ stof_mask* upload(stof::SparseMask&& m) {
     const struct {
         size_t off, bytes;
         const void* src;
-    } parts[] = {{0, b_row, m.row_ptr.data()}, {o_col, b_col, m.col_idx.data()},
-                 {o_bmi, b_bmi, m.bitmap_idx.data()}, {o_bm, b_bm, m.bitmaps.data()}};
+    } parts[] = {{0, b_row, m.row_ptr.data()},
+                 {o_col, b_col, m.col_idx.data()},
+                 {o_bmi, b_bmi, m.bitmap_idx.data()},
+                 {o_bm, b_bm, m.bitmaps.data()}};
     for (const auto& part : parts) {
         if (!part.bytes) continue;
         const cudaError_t c = cudaMemcpy(base + part.off, part.src, part.bytes, cudaMemcpyHostToDevice);
@@ -100,10 +102,9 @@ stof::kernels::AttnTensor tensor(const stof_attn_tensor& t) { return {t.data, t.
 
 extern "C" {
 
-stof_status stof_mask_create(int32_t rows, int32_t cols, int32_t tile_m, int32_t tile_n, int32_t mask_batch,
-                             int32_t mask_heads, const int32_t* row_ptr, size_t row_ptr_len, const int32_t* col_idx,
-                             const int32_t* bitmap_idx, size_t nnz_tiles, const uint64_t* bitmaps, size_t bitmap_words,
-                             stof_mask** out) {
+stof_status stof_mask_create(int32_t rows, int32_t cols, int32_t tile_m, int32_t tile_n, int32_t mask_batch, int32_t mask_heads,
+                             const int32_t* row_ptr, size_t row_ptr_len, const int32_t* col_idx, const int32_t* bitmap_idx,
+                             size_t nnz_tiles, const uint64_t* bitmaps, size_t bitmap_words, stof_mask** out) {
     return guarded([&] {
         if (!out) throw InvalidArgument{"stof_mask_create: out is null"};
         *out = nullptr;
@@ -152,8 +153,8 @@ stof_status stof_mask_get_stats(const stof_mask* mask, stof_mask_stats* out) {
         if (!mask || !out) throw InvalidArgument{"stof_mask_get_stats: null argument"};
         const auto& m = mask->shape;
         const auto& s = mask->stats;
-        *out = stof_mask_stats{m.rows,        m.cols,         m.tile_m,       m.tile_n,        m.mask_batch, m.mask_heads,
-                               s.nnz,         s.density,      s.empty_tiles,  s.full_tiles,    s.partial_tiles, s.rho};
+        *out = stof_mask_stats{m.rows, m.cols,    m.tile_m,      m.tile_n,     m.mask_batch,    m.mask_heads,
+                               s.nnz,  s.density, s.empty_tiles, s.full_tiles, s.partial_tiles, s.rho};
     });
 }
 
@@ -163,10 +164,8 @@ stof_status stof_attention(const stof_attention_params* params, void* stream) {
         const stof_attention_params& P = *params;
         if (!P.mask) throw InvalidArgument{"stof_attention: mask is null"};
         stof::kernels::AttentionArgs a;
-        if (P.dtype == STOF_DTYPE_F16)
-            a.dtype = stof::kernels::ElemType::f16;
-        else if (P.dtype == STOF_DTYPE_BF16)
-            a.dtype = stof::kernels::ElemType::bf16;
+        if (P.dtype == STOF_DTYPE_F16) a.dtype = stof::kernels::ElemType::f16;
+        else if (P.dtype == STOF_DTYPE_BF16) a.dtype = stof::kernels::ElemType::bf16;
         else
             throw InvalidArgument{"stof_attention: dtype " + std::to_string(P.dtype) +
                                   " is not supported (STOF_DTYPE_F16 or STOF_DTYPE_BF16)"};
@@ -191,10 +190,10 @@ stof_status stof_attention(const stof_attention_params* params, void* stream) {
         if (P.kernel == STOF_KERNEL_AUTO) {
             kernel = stof::kernels::select_attention_kernel(P.mask->stats.rho, P.seq_k);
             if (kernel == stof::kernels::AttentionKernel::block_wise) kernel = stof::kernels::AttentionKernel::block_wise_sm90;
-        } else if (P.kernel == STOF_KERNEL_BLOCK_WISE || P.kernel == STOF_KERNEL_ROW_WISE || P.kernel == STOF_KERNEL_BLOCK_WISE_SM90)
+        } else if (P.kernel == STOF_KERNEL_BLOCK_WISE || P.kernel == STOF_KERNEL_ROW_WISE ||
+                   P.kernel == STOF_KERNEL_BLOCK_WISE_SM90)
             kernel = static_cast<stof::kernels::AttentionKernel>(P.kernel);
-        else
-            throw InvalidArgument{"stof_attention: unknown kernel " + std::to_string(P.kernel)};
+        else throw InvalidArgument{"stof_attention: unknown kernel " + std::to_string(P.kernel)};
         if (std::string why = stof::kernels::check_attention_args(a, kernel); !why.empty())
             throw InvalidArgument{"stof_attention: " + why};
         cuda_check(stof::kernels::launch_attention(a, kernel, static_cast<cudaStream_t>(stream)), "stof_attention: launch");

@@ -20,7 +20,8 @@ template <class T> void need(const T* p, const char* what) {
 }
 
 const stof::TensorInfo& at(const std::vector<stof::TensorInfo>& list, size_t index, const char* what) {
-    if (index >= list.size()) throw InvalidArgument{fmt::format("{} index {} is out of range ({} {}s)", what, index, list.size(), what)};
+    if (index >= list.size())
+        throw InvalidArgument{fmt::format("{} index {} is out of range ({} {}s)", what, index, list.size(), what)};
     return list[index];
 }
 
@@ -125,8 +126,7 @@ stof_status stof_plan_set_input(stof_plan* plan, size_t index, const void* data,
     });
 }
 
-stof_status stof_plan_enqueue(stof_plan* plan, const void* const* inputs, void* const* outputs, int use_graph,
-                              void* stream) {
+stof_status stof_plan_enqueue(stof_plan* plan, const void* const* inputs, void* const* outputs, int use_graph, void* stream) {
     return stof::capi::guard(STOF_ERROR_CUDA, [&] {
         need(plan, "plan");
         const stof::Runtime& rt = *plan->runtime;

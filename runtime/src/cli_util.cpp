@@ -41,8 +41,8 @@ void check_output_file(const std::string& path, const char* what) {
     std::error_code ec;
     STOF_CHECK(!path.empty(), "{}: empty file name", what);
     const fs::path p(path);
-    STOF_CHECK(path.back() != '/' && !fs::is_directory(p, ec), "{} {} is a directory; name the file to write, e.g. {}",
-               what, path, (p / "model.plan").lexically_normal().string());
+    STOF_CHECK(path.back() != '/' && !fs::is_directory(p, ec), "{} {} is a directory; name the file to write, e.g. {}", what,
+               path, (p / "model.plan").lexically_normal().string());
     const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
     STOF_CHECK(fs::is_directory(dir, ec), "{} {}: the directory {} does not exist", what, path, dir.string());
     STOF_CHECK(::access(dir.c_str(), W_OK) == 0, "{} {}: the directory {} is not writable", what, path, dir.string());

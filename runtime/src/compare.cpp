@@ -56,8 +56,8 @@ Comparison compare(const Tensor& a, const Tensor& e, double rtol, double atol) {
 
 std::string describe(const Comparison& c, const Tensor& e, double rtol, double atol) {
     if (!c.reason.empty()) return c.reason;
-    std::string s = fmt::format("max abs {:.3g}, max rel {:.3g}, {} of {} outside rtol={:g} atol={:g}", c.max_abs,
-                                c.max_rel, c.mismatches, e.numel(), rtol, atol);
+    std::string s = fmt::format("max abs {:.3g}, max rel {:.3g}, {} of {} outside rtol={:g} atol={:g}", c.max_abs, c.max_rel,
+                                c.mismatches, e.numel(), rtol, atol);
     if (c.worst >= 0) s += fmt::format(" (worst at flat index {}, expected {:g})", c.worst, e.get_f64(c.worst));
     return s;
 }

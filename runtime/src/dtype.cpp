@@ -6,10 +6,15 @@ namespace stof {
 
 size_t dtype_size(DType t) {
     switch (t) {
-        case DType::f32: case DType::i32: return 4;
-        case DType::f16: case DType::bf16: return 2;
-        case DType::f64: case DType::i64: return 8;
-        case DType::i8: case DType::u8: case DType::boolean: return 1;
+        case DType::f32:
+        case DType::i32: return 4;
+        case DType::f16:
+        case DType::bf16: return 2;
+        case DType::f64:
+        case DType::i64: return 8;
+        case DType::i8:
+        case DType::u8:
+        case DType::boolean: return 1;
         case DType::undefined: break;
     }
     STOF_FAIL("element type is undefined");
@@ -31,13 +36,9 @@ const char* dtype_name(DType t) {
     return "undefined";
 }
 
-bool is_float(DType t) {
-    return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::f64;
-}
+bool is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::f64; }
 
-bool is_integer(DType t) {
-    return t == DType::i64 || t == DType::i32 || t == DType::i8 || t == DType::u8;
-}
+bool is_integer(DType t) { return t == DType::i64 || t == DType::i32 || t == DType::i8 || t == DType::u8; }
 
 uint16_t f32_to_f16(float f) {
     uint32_t x;
@@ -48,7 +49,7 @@ uint16_t f32_to_f16(float f) {
         return static_cast<uint16_t>(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0u));
     }
     if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to inf
-    if (absx < 0x38800000u) {  // subnormal half or zero
+    if (absx < 0x38800000u) {                                               // subnormal half or zero
         if (absx < 0x33000000u) return static_cast<uint16_t>(sign);
         const uint32_t mant = (absx & 0x7fffffu) | 0x800000u;
         const int shift = 126 - static_cast<int>(absx >> 23);  // 14..24
@@ -76,7 +77,10 @@ float f16_to_f32(uint16_t h) {
             x = sign;
         } else {
             int e = -1;
-            do { ++e; mant <<= 1; } while (!(mant & 0x400u));
+            do {
+                ++e;
+                mant <<= 1;
+            } while (!(mant & 0x400u));
             x = sign | (static_cast<uint32_t>(112 - e) << 23) | ((mant & 0x3ffu) << 13);
         }
     } else {

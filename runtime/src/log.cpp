@@ -31,7 +31,7 @@ void init_logging(int verbosity) {
     auto logger = std::make_shared<spdlog::logger>("stof", std::make_shared<PrintableSink>());
     logger->set_pattern("%^%l%$: %v");
     spdlog::set_default_logger(logger);
-    spdlog::level::level_enum level = verbosity >= 2 ? spdlog::level::trace
+    spdlog::level::level_enum level = verbosity >= 2   ? spdlog::level::trace
                                       : verbosity == 1 ? spdlog::level::debug
                                                        : spdlog::level::info;
     if (const char* env = std::getenv("STOF_LOG")) {

@@ -80,8 +80,8 @@ struct NpyHeader {
 
 // Bytes of the fixed prefix (magic, version, header length) for a file starting with `bytes`.
 size_t npy_prefix(const std::string& bytes, const std::string& what, size_t* header_len) {
-    STOF_CHECK(bytes.size() >= 10 && bytes.compare(0, 6, "\x93NUMPY") == 0,
-               "{}: not a .npy file (missing \\x93NUMPY magic)", what);
+    STOF_CHECK(bytes.size() >= 10 && bytes.compare(0, 6, "\x93NUMPY") == 0, "{}: not a .npy file (missing \\x93NUMPY magic)",
+               what);
     const int major = static_cast<uint8_t>(bytes[6]);
     if (major == 1) {
         *header_len = static_cast<uint8_t>(bytes[8]) | (static_cast<uint8_t>(bytes[9]) << 8);
@@ -91,8 +91,7 @@ size_t npy_prefix(const std::string& bytes, const std::string& what, size_t* hea
         STOF_CHECK(bytes.size() >= 12, "{}: .npy file is truncated", what);
         size_t len = 0;
         for (int i = 0; i < 4; ++i) len |= static_cast<size_t>(static_cast<uint8_t>(bytes[8 + i])) << (8 * i);
-        STOF_CHECK(len <= kMaxHeaderBytes, "{}: .npy header of {} bytes is too large (at most {})", what, len,
-                   kMaxHeaderBytes);
+        STOF_CHECK(len <= kMaxHeaderBytes, "{}: .npy header of {} bytes is too large (at most {})", what, len, kMaxHeaderBytes);
         *header_len = len;
         return 12;
     }
@@ -113,7 +112,8 @@ NpyHeader parse_header(const std::string& bytes, const std::string& what) {
     }
     STOF_CHECK(h.dtype != DType::undefined,
                "{}: .npy dtype '{}' is not supported (use float32, float16, float64, int64, int32, int8, uint8 or bool, "
-               "little-endian)", what, descr);
+               "little-endian)",
+               what, descr);
     STOF_CHECK(header_field(header, "fortran_order", what) == "False",
                "{}: .npy array is in Fortran order; save it with np.ascontiguousarray(a)", what);
     const std::string shape_text = header_field(header, "shape", what);
@@ -167,7 +167,8 @@ std::string serialize_npy(const Tensor& t) {
         if (n.dtype == t.dtype) descr = std::string(1, n.order) + n.code;
     STOF_CHECK(!descr.empty(), "cannot write {} tensors as .npy", dtype_name(t.dtype));
     std::string shape = "(";
-    for (size_t i = 0; i < t.shape.size(); ++i) shape += std::to_string(t.shape[i]) + (t.shape.size() == 1 ? "," : i + 1 < t.shape.size() ? ", " : "");
+    for (size_t i = 0; i < t.shape.size(); ++i)
+        shape += std::to_string(t.shape[i]) + (t.shape.size() == 1 ? "," : i + 1 < t.shape.size() ? ", " : "");
     shape += ")";
     std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr, shape);
     const size_t unpadded = 10 + header.size() + 1;

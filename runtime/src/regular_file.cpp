@@ -41,8 +41,8 @@ void RegularFile::read_into(void* dst, uint64_t offset, uint64_t length) const {
     while (done < length) {
         const ssize_t got = ::pread(fd_, out + done, static_cast<size_t>(length - done), static_cast<off_t>(offset + done));
         if (got < 0 && errno == EINTR) continue;
-        STOF_CHECK(got > 0, "cannot read {} '{}' ({} of {} bytes read{}{})", what_, path_, done, length,
-                   got < 0 ? ": " : "", got < 0 ? std::strerror(errno) : "");
+        STOF_CHECK(got > 0, "cannot read {} '{}' ({} of {} bytes read{}{})", what_, path_, done, length, got < 0 ? ": " : "",
+                   got < 0 ? std::strerror(errno) : "");
         done += static_cast<uint64_t>(got);
     }
 }
@@ -56,8 +56,6 @@ std::string RegularFile::read(uint64_t offset, uint64_t length) const {
     return bytes;
 }
 
-std::string read_regular_file(const std::string& path, const std::string& what) {
-    return RegularFile(path, what).read_all();
-}
+std::string read_regular_file(const std::string& path, const std::string& what) { return RegularFile(path, what).read_all(); }
 
 }  // namespace stof

@@ -86,15 +86,15 @@ void SparseMask::validate() const {
     STOF_CHECK(rows >= 0 && cols >= 0, "sparse mask: negative size {}x{}", rows, cols);
     STOF_CHECK(tile_m >= 8 && tile_n >= 8 && tile_m % 8 == 0 && tile_n % 8 == 0 && tile_m <= 256 && tile_n <= 256,
                "sparse mask: tile {}x{} is not a multiple of 8 in 8..256", tile_m, tile_n);
-    STOF_CHECK(rows <= INT32_MAX - tile_m && cols <= INT32_MAX - tile_n, "sparse mask: size {}x{} is too large", rows,
-               cols);
+    STOF_CHECK(rows <= INT32_MAX - tile_m && cols <= INT32_MAX - tile_n, "sparse mask: size {}x{} is too large", rows, cols);
     STOF_CHECK(mask_batch >= 1 && mask_heads >= 1 && static_cast<int64_t>(mask_batch) * mask_heads <= (1 << 20),
                "sparse mask: invalid pattern count {}x{}", mask_batch, mask_heads);
     const size_t trows = static_cast<size_t>(tile_rows());
     STOF_CHECK(row_ptr.size() == static_cast<size_t>(patterns()) * (trows + 1),
-               "sparse mask: row_ptr has {} entries, expected {}", row_ptr.size(), static_cast<size_t>(patterns()) * (trows + 1));
-    STOF_CHECK(bitmap_idx.size() == col_idx.size(), "sparse mask: bitmap_idx has {} entries, col_idx {}",
-               bitmap_idx.size(), col_idx.size());
+               "sparse mask: row_ptr has {} entries, expected {}", row_ptr.size(),
+               static_cast<size_t>(patterns()) * (trows + 1));
+    STOF_CHECK(bitmap_idx.size() == col_idx.size(), "sparse mask: bitmap_idx has {} entries, col_idx {}", bitmap_idx.size(),
+               col_idx.size());
     STOF_CHECK(bitmaps.size() % static_cast<size_t>(words_per_tile()) == 0, "sparse mask: bitmaps size {} is not whole tiles",
                bitmaps.size());
     const auto npartial = static_cast<int64_t>(bitmaps.size() / static_cast<size_t>(words_per_tile()));
@@ -103,7 +103,8 @@ void SparseMask::validate() const {
         for (size_t r = 0; r <= trows; ++r) {
             const int32_t v = row_ptr[static_cast<size_t>(p) * (trows + 1) + r];
             STOF_CHECK((r == 0 ? v == prev_end : v >= prev_end) && static_cast<size_t>(v) <= col_idx.size(),
-                       "sparse mask: row_ptr of pattern {} row {} is {} (out of order or past {} tiles)", p, r, v, col_idx.size());
+                       "sparse mask: row_ptr of pattern {} row {} is {} (out of order or past {} tiles)", p, r, v,
+                       col_idx.size());
             if (r > 0) {
                 const int32_t start = row_ptr[static_cast<size_t>(p) * (trows + 1) + r - 1];
                 for (int32_t t = start; t < v; ++t) {
@@ -192,8 +193,8 @@ std::vector<uint8_t> to_dense(const SparseMask& m, int32_t p) {
     return d;
 }
 
-SparseMask from_dense(const uint8_t* keep, int32_t mask_batch, int32_t mask_heads, int32_t rows, int32_t cols,
-                      int32_t tile_m, int32_t tile_n) {
+SparseMask from_dense(const uint8_t* keep, int32_t mask_batch, int32_t mask_heads, int32_t rows, int32_t cols, int32_t tile_m,
+                      int32_t tile_n) {
     SparseMask m;
     m.rows = rows;
     m.cols = cols;

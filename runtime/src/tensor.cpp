@@ -19,8 +19,7 @@ int64_t checked_numel(const Shape& shape, const std::string& what) {
     for (int64_t d : shape) STOF_CHECK(d >= 0, "{}: shape {} has a negative dimension", what, shape_str(shape));
     for (int64_t d : shape) {
         if (d == 0) return 0;
-        STOF_CHECK(n <= kMaxElements / d, "{}: shape {} has more elements than stofc handles (2^40)", what,
-                   shape_str(shape));
+        STOF_CHECK(n <= kMaxElements / d, "{}: shape {} has more elements than stofc handles (2^40)", what, shape_str(shape));
         n *= d;
     }
     return n;

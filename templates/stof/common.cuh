@@ -8,8 +8,12 @@ namespace stof {
 typedef long long i64;
 typedef unsigned long long u64;
 
-struct __align__(2) f16 { unsigned short bits; };
-struct __align__(2) bf16 { unsigned short bits; };
+struct __align__(2) f16 {
+    unsigned short bits;
+};
+struct __align__(2) bf16 {
+    unsigned short bits;
+};
 
 __device__ __forceinline__ float to_float(float x) { return x; }
 __device__ __forceinline__ float to_float(f16 x) {

@@ -19,8 +19,7 @@ template <class Idx> struct ConvGeom {
 };
 
 // f(i, n, oc, oy, ox) for every output element i = ((n·cout + oc)·oh + oy)·ow + ox.
-template <class Idx, class F>
-__device__ __forceinline__ void for_each_output(const ConvGeom<Idx>& c, const F& f) {
+template <class Idx, class F> __device__ __forceinline__ void for_each_output(const ConvGeom<Idx>& c, const F& f) {
     grid_stride<Idx>(c.batch * c.cout * c.oh * c.ow,
                      [&](Idx i) { f(i, i / (c.ow * c.oh * c.cout), i / (c.ow * c.oh) % c.cout, i / c.ow % c.oh, i % c.ow); });
 }
@@ -62,7 +61,8 @@ __device__ void conv_transpose2d(const ConvGeom<Idx>& c, const X& x, const W& w,
                 if (tx < 0 || tx % c.sw != 0 || tx / c.sw >= c.w) continue;
                 for (Idx ic = 0; ic < cin_g; ++ic) {
                     const Idx ci = grp * cin_g + ic;
-                    acc += x(((n * c.cin + ci) * c.h + ty / c.sh) * c.w + tx / c.sw) * w(((ci * cout_g + oc) * c.kh + ky) * c.kw + kx);
+                    acc += x(((n * c.cin + ci) * c.h + ty / c.sh) * c.w + tx / c.sw) *
+                           w(((ci * cout_g + oc) * c.kh + ky) * c.kw + kx);
                 }
             }
         }

@@ -8,8 +8,7 @@
 namespace stof {
 
 // f(i) for every i in [0, n), spread over the launch's threads (grid-stride).
-template <class Idx, class F>
-__device__ __forceinline__ void grid_stride(Idx n, const F& f) {
+template <class Idx, class F> __device__ __forceinline__ void grid_stride(Idx n, const F& f) {
     for (Idx i = blockIdx.x * static_cast<Idx>(blockDim.x) + threadIdx.x; i < n; i += static_cast<Idx>(gridDim.x) * blockDim.x)
         f(i);
 }

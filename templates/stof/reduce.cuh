@@ -29,13 +29,11 @@ __device__ __forceinline__ float block_reduce(float v, float* scratch, float ide
     return WARP(v);
 }
 
-template <int BLOCK>
-__device__ __forceinline__ float block_sum(float v, float* scratch) {
+template <int BLOCK> __device__ __forceinline__ float block_sum(float v, float* scratch) {
     return block_reduce<BLOCK, warp_sum>(v, scratch, 0.0f);
 }
 
-template <int BLOCK>
-__device__ __forceinline__ float block_max(float v, float* scratch) {
+template <int BLOCK> __device__ __forceinline__ float block_max(float v, float* scratch) {
     return block_reduce<BLOCK, warp_max>(v, scratch, -__int_as_float(0x7f800000));
 }
 

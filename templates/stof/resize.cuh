@@ -11,9 +11,9 @@
 namespace stof {
 
 template <int RANK> struct ResizeAxes {
-    i64 out[RANK];          // output shape
-    i64 in_stride[RANK];    // input strides, in elements
-    int taps[RANK];         // taps per output coordinate; 0: the axis maps through
+    i64 out[RANK];              // output shape
+    i64 in_stride[RANK];        // input strides, in elements
+    int taps[RANK];             // taps per output coordinate; 0: the axis maps through
     const int* index[RANK];     // [out[d], taps[d]] input coordinates (resized axes)
     const float* weight[RANK];  // [out[d], taps[d]] their weights
 };

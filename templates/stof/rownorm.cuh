@@ -35,7 +35,8 @@ __device__ void rownorm(const Load& load, const Store& store, i64 rows, int len,
     __shared__ float scratch[32];
     const float inf = __int_as_float(0x7f800000);
     const int t = static_cast<int>(threadIdx.x) % THREADS;
-    for (i64 row = static_cast<i64>(blockIdx.x) * ROWS + threadIdx.x / THREADS; row < rows; row += static_cast<i64>(gridDim.x) * ROWS) {
+    for (i64 row = static_cast<i64>(blockIdx.x) * ROWS + threadIdx.x / THREADS; row < rows;
+         row += static_cast<i64>(gridDim.x) * ROWS) {
         float x[ITEMS][VEC];
 #pragma unroll
         for (int it = 0; it < ITEMS; ++it) {

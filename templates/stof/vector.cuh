@@ -8,8 +8,7 @@
 
 namespace stof {
 
-template <int V, class T>
-__device__ __forceinline__ void load_vec(const T* p, T (&out)[V]) {
+template <int V, class T> __device__ __forceinline__ void load_vec(const T* p, T (&out)[V]) {
     static_assert(V >= 1 && (V & (V - 1)) == 0, "V must be a power of two");
     constexpr int kBytes = V * static_cast<int>(sizeof(T));
     const unsigned long long a = reinterpret_cast<unsigned long long>(p);
@@ -44,8 +43,7 @@ __device__ __forceinline__ unsigned pack_word(const bf16* v) { return v[0].bits 
 // Stores v[0..V) converted to T (float, f16 or bf16) at p .. p + V - 1 (global
 // memory): the converted elements are packed into words in registers, then
 // written with 16- or 8-byte stores where the address allows.
-template <int V, class T>
-__device__ __forceinline__ void store_vec(T* p, const float (&v)[V]) {
+template <int V, class T> __device__ __forceinline__ void store_vec(T* p, const float (&v)[V]) {
     static_assert(V >= 1 && (V & (V - 1)) == 0, "V must be a power of two");
     T tmp[V];
 #pragma unroll
@@ -61,8 +59,8 @@ __device__ __forceinline__ void store_vec(T* p, const float (&v)[V]) {
             if ((a & 15) == 0) {
 #pragma unroll
                 for (int i = 0; i < kWords; i += 4)
-                    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(reinterpret_cast<char*>(p) + 4 * i), "r"(w[i]),
-                                 "r"(w[i + 1]), "r"(w[i + 2]), "r"(w[i + 3])
+                    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(reinterpret_cast<char*>(p) + 4 * i),
+                                 "r"(w[i]), "r"(w[i + 1]), "r"(w[i + 2]), "r"(w[i + 3])
                                  : "memory");
                 return;
             }
@@ -71,7 +69,8 @@ __device__ __forceinline__ void store_vec(T* p, const float (&v)[V]) {
             if ((a & 7) == 0) {
 #pragma unroll
                 for (int i = 0; i < kWords; i += 2)
-                    asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(reinterpret_cast<char*>(p) + 4 * i), "r"(w[i]), "r"(w[i + 1])
+                    asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(reinterpret_cast<char*>(p) + 4 * i), "r"(w[i]),
+                                 "r"(w[i + 1])
                                  : "memory");
                 return;
             }

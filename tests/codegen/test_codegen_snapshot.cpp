@@ -36,7 +36,8 @@ std::string snapshot(const fs::path& cases) {
         ir::Graph g = import_onnx_file((dir / "model.onnx").string());
         CompileOptions opt;
         for (const auto& e : fs::directory_iterator(dir / "inputs"))
-            if (e.path().extension() == ".npy") opt.pipeline.pass.input_shapes[e.path().stem().string()] = read_npy(e.path().string()).shape;
+            if (e.path().extension() == ".npy")
+                opt.pipeline.pass.input_shapes[e.path().stem().string()] = read_npy(e.path().string()).shape;
         opt.lower.precision = Precision::fp32;
         opt.lower.arch = "sm_90";
         opt.lower.nvrtc = false;
@@ -44,7 +45,9 @@ std::string snapshot(const fs::path& cases) {
         opt.lower.on_kernel_source = [&](const std::string& key, const std::string& source) {
             auto [it, fresh] = seen.try_emplace(source, seen.size() + 1);
             keys += fmt::format(" {}@s{}", key, it->second);
-            if (fresh) sources += fmt::format("==== s{} {}\n{}{}", it->second, key, source, source.empty() || source.back() != '\n' ? "\n" : "");
+            if (fresh)
+                sources += fmt::format("==== s{} {}\n{}{}", it->second, key, source,
+                                       source.empty() || source.back() != '\n' ? "\n" : "");
         };
         compile_model(g, opt);
         index += name + ":" + keys + "\n";

@@ -106,7 +106,8 @@ TEST_CASE("memory plan: random step lists never overlap live tensors", "[cpu][co
         plan::Plan p;
         const int inputs = 1 + static_cast<int>(rng() % 3), middles = 2 + static_cast<int>(rng() % 20);
         std::vector<int32_t> live;
-        for (int i = 0; i < inputs; ++i) live.push_back(add(p, 1 + static_cast<int64_t>(rng() % 5000), plan::TensorRole::input));
+        for (int i = 0; i < inputs; ++i)
+            live.push_back(add(p, 1 + static_cast<int64_t>(rng() % 5000), plan::TensorRole::input));
         for (int i = 0; i < middles; ++i) {
             const int32_t t = add(p, 1 + static_cast<int64_t>(rng() % 5000));
             copy(p, live[rng() % live.size()], t);

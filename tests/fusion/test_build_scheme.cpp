@@ -137,28 +137,30 @@ TEST_CASE("initial and fused schemes: steps per layer of the zoo models", "[cpu]
                                                                  {"t5-torchscript", {9, 7}},
                                                                  {"vit-torchscript", {10, 8}}};
     for (const auto& [name, counts] : expected)
-    for (const bool initial : {true, false}) {
-        INFO(name << (initial ? " initial" : " fused"));
-        const int per_layer = initial ? counts.first : counts.second;
-        const fs::path dir = fs::path(test::source_dir()) / "models" / name;
-        ir::Graph g = import_onnx_file((dir / "model.onnx").string());
-        PipelineOptions opt;
-        for (const auto& f : fs::directory_iterator(dir / "inputs"))
-            opt.pass.input_shapes[f.path().stem().string()] = read_npy(f.path().string()).shape;
-        opt.pass.plan_precision = Precision::fp16;
-        run_pipeline(g, opt);
-        std::map<int, int> steps_by_layer;
-        const fusion::FusionPlan p = initial ? fusion::initial_scheme(g) : fusion::fused_scheme(g);  // layer (from the SparseAttention before it) → steps
-        int layer = -1;
-        for (const fusion::Segment& s : p.segments) {
-            if (s.kind == fusion::SegmentKind::attention)
-                layer = static_cast<int>(g.nodes[static_cast<size_t>(s.nodes[0])].attrs.i("layer", -1));
-            if (s.kind == fusion::SegmentKind::view) continue;
-            if (layer >= 0) ++steps_by_layer[layer];
+        for (const bool initial : {true, false}) {
+            INFO(name << (initial ? " initial" : " fused"));
+            const int per_layer = initial ? counts.first : counts.second;
+            const fs::path dir = fs::path(test::source_dir()) / "models" / name;
+            ir::Graph g = import_onnx_file((dir / "model.onnx").string());
+            PipelineOptions opt;
+            for (const auto& f : fs::directory_iterator(dir / "inputs"))
+                opt.pass.input_shapes[f.path().stem().string()] = read_npy(f.path().string()).shape;
+            opt.pass.plan_precision = Precision::fp16;
+            run_pipeline(g, opt);
+            std::map<int, int> steps_by_layer;
+            const fusion::FusionPlan p = initial
+                                             ? fusion::initial_scheme(g)
+                                             : fusion::fused_scheme(g);  // layer (from the SparseAttention before it) → steps
+            int layer = -1;
+            for (const fusion::Segment& s : p.segments) {
+                if (s.kind == fusion::SegmentKind::attention)
+                    layer = static_cast<int>(g.nodes[static_cast<size_t>(s.nodes[0])].attrs.i("layer", -1));
+                if (s.kind == fusion::SegmentKind::view) continue;
+                if (layer >= 0) ++steps_by_layer[layer];
+            }
+            REQUIRE(steps_by_layer.size() == 2);
+            CHECK(steps_by_layer[0] == per_layer);
         }
-        REQUIRE(steps_by_layer.size() == 2);
-        CHECK(steps_by_layer[0] == per_layer);
-    }
 }
 
 TEST_CASE("fused scheme: what must not fuse", "[cpu][fusion]") {

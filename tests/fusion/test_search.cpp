@@ -78,7 +78,7 @@ TEST_CASE("search: a seize is taken when the GEMM with the residual is faster, e
     for (const bool cheap : {true, false}) {
         INFO((cheap ? "cheap" : "dear") << " residual epilogue");
         // A GEMM costs 10; its residual epilogue 1 (cheap) or 8; a separate Add kernel 5.
-        Oracle o([&](const ir::Graph& gr, const Segment& s) {
+        Oracle o([&](const ir::Graph&, const Segment& s) {
             if (s.kind == SegmentKind::gemm) return 10.0 + (s.nodes.size() > 1 ? (cheap ? 1.0 : 8.0) : 0.0);
             return 5.0;
         });
@@ -102,7 +102,7 @@ TEST_CASE("search: an expand (norm prologue) and a compete (the GEMM takes the r
     for (const bool prologue_pays : {true, false})
         for (const bool gemm_wins : {true, false}) {
             INFO("prologue pays " << prologue_pays << ", GEMM wins the compete " << gemm_wins);
-            Oracle o([&](const ir::Graph& gr, const Segment& s) {
+            Oracle o([&](const ir::Graph&, const Segment& s) {
                 if (s.kind == SegmentKind::gemm) return 10.0 + (s.nodes.size() > 1 ? (gemm_wins ? 0.5 : 6.0) : 0.0);
                 if (s.kind == SegmentKind::rownorm) return 4.0 + (s.nodes.size() > 1 ? (prologue_pays ? 1.0 : 9.0) : 0.0);
                 return 5.0;  // the Add kernel
@@ -186,7 +186,9 @@ TEST_CASE("search: the final check keeps the initial scheme when the whole plan 
         fusion::Timing segment(const ir::Graph&, const fusion::FusionPlan&, const Segment& s) override {
             return {s.kind == SegmentKind::gemm ? (s.nodes.size() > 1 ? 11.0 : 10.0) : 5.0, 0};
         }
-        fusion::Timing plan(const ir::Graph&, const fusion::FusionPlan& p) override { return {p.segments.size() == 1 ? 30.0 : 15.0, 0}; }
+        fusion::Timing plan(const ir::Graph&, const fusion::FusionPlan& p) override {
+            return {p.segments.size() == 1 ? 30.0 : 15.0, 0};
+        }
         const char* source() const override { return "oracle"; }
     } ev;
     const fusion::SearchResult r = fusion::search(g, ev, {});
@@ -209,7 +211,8 @@ TEST_CASE("search: with the offline cost model every zoo model reaches the fused
         fusion::CostModel model(Precision::fp16);
         const fusion::SearchResult r = fusion::search(g, model, {});
         auto steps = [](const fusion::FusionPlan& p) {
-            return std::count_if(p.segments.begin(), p.segments.end(), [](const Segment& s) { return s.kind != SegmentKind::view; });
+            return std::count_if(p.segments.begin(), p.segments.end(),
+                                 [](const Segment& s) { return s.kind != SegmentKind::view; });
         };
         CHECK(steps(r.plan) == steps(fusion::fused_scheme(g)));
         CHECK(r.final_us < r.initial_us);

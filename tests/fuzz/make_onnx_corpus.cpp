@@ -138,7 +138,8 @@ std::string external_data() {
     w->add_dims(4);
     w->add_dims(4);
     w->set_data_location(onnx::TensorProto::EXTERNAL);
-    for (const auto& [k, v] : {std::pair<const char*, const char*>{"location", "weights.bin"}, {"offset", "0"}, {"length", "64"}}) {
+    for (const auto& [k, v] :
+         {std::pair<const char*, const char*>{"location", "weights.bin"}, {"offset", "0"}, {"length", "64"}}) {
         auto* e = w->add_external_data();
         e->set_key(k);
         e->set_value(v);
@@ -178,8 +179,8 @@ int main(int argc, char** argv) {
         const char* name;
         std::string (*make)();
         bool imports;
-    } seeds[] = {{"linear_gelu", linear_gelu, true},     {"attention", attention, true},
-                 {"shape_ops", shape_ops, true},         {"conv_resize", conv_resize, true},
+    } seeds[] = {{"linear_gelu", linear_gelu, true},      {"attention", attention, true},
+                 {"shape_ops", shape_ops, true},          {"conv_resize", conv_resize, true},
                  {"external_data", external_data, false}, {"other_domain", other_domain, false},
                  {"old_opset", old_opset, false}};
     try {

@@ -125,12 +125,15 @@ TEST_CASE("strided views after layout ops address what the reference computes", 
     }
     SECTION("Slice with a negative start, then a scalar Gather drops a dim") {
         Chain c({2, 3, 6, 4});
-        c.then(Op::Slice, {c.ints({-4}), c.ints({6}), c.ints({2})}).then(Op::Gather, {c.ints({1}, true)}, attr("axis", int64_t{1}));
+        c.then(Op::Slice, {c.ints({-4}), c.ints({6}), c.ints({2})})
+            .then(Op::Gather, {c.ints({1}, true)}, attr("axis", int64_t{1}));
         check_chain(c);
     }
     SECTION("a grouped-query repeat: Unsqueeze, Expand, Reshape") {
         Chain c({2, 2, 5, 4});
-        c.then(Op::Unsqueeze, {c.ints({2})}).then(Op::Expand, {c.ints({2, 2, 3, 5, 4})}).then(Op::Reshape, {c.ints({2, 6, 5, 4})});
+        c.then(Op::Unsqueeze, {c.ints({2})})
+            .then(Op::Expand, {c.ints({2, 2, 3, 5, 4})})
+            .then(Op::Reshape, {c.ints({2, 6, 5, 4})});
         check_chain(c);
     }
 }

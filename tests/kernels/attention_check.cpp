@@ -185,9 +185,16 @@ AttentionResult run_attention_case(const AttentionCase& c, std::mt19937_64& rng)
     a.v = {d_v.ptr, ks.b, ks.h, ks.s};
     a.o = {d_o.ptr, os.b, os.h, os.s};
     a.scale = 1.0f / std::sqrt(static_cast<float>(D));
-    a.mask = {static_cast<const int32_t*>(d_row.ptr), static_cast<const int32_t*>(d_col.ptr),
-              static_cast<const int32_t*>(d_bmi.ptr), static_cast<const uint64_t*>(d_bm.ptr),
-              SQ, SK, c.tile_m, 64, c.mask_batch, c.mask_heads};
+    a.mask = {static_cast<const int32_t*>(d_row.ptr),
+              static_cast<const int32_t*>(d_col.ptr),
+              static_cast<const int32_t*>(d_bmi.ptr),
+              static_cast<const uint64_t*>(d_bm.ptr),
+              SQ,
+              SK,
+              c.tile_m,
+              64,
+              c.mask_batch,
+              c.mask_heads};
     a.key_valid = valid_words.empty() ? nullptr : static_cast<const uint64_t*>(d_valid.ptr);
     a.bias = c.bias ? d_bias.ptr : nullptr;
     a.bias_stride_h = static_cast<int64_t>(SQ) * SK;
@@ -242,7 +249,8 @@ AttentionResult run_attention_case(const AttentionCase& c, std::mt19937_64& rng)
                 if (!keep[static_cast<size_t>(i) * SK + j] || !valid[static_cast<size_t>(b) * SK + j]) continue;
                 double dot = 0;
                 for (int d = 0; d < D; ++d)
-                    dot += static_cast<double>(q.val[b * qs.b + h * qs.h + i * qs.s + d]) * k.val[b * ks.b + hk * ks.h + j * ks.s + d];
+                    dot += static_cast<double>(q.val[b * qs.b + h * qs.h + i * qs.s + d]) *
+                           k.val[b * ks.b + hk * ks.h + j * ks.s + d];
                 s[j] = dot * a.scale + (c.bias ? bias.val[(static_cast<size_t>(h) * SQ + i) * SK + j] : 0.0);
                 mx = std::max(mx, s[j]);
             }

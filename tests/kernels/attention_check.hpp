@@ -18,16 +18,16 @@ struct AttentionCase {
     int batch = 2, heads = 2, kv_heads = 2, seq_q = 64, seq_k = 64, head_dim = 64;
     kernels::ElemType dtype = kernels::ElemType::f16;
     Layout layout = Layout::bhsd;
-    int out_gap = 0;                 // extra elements after each output row (checked to stay untouched)
-    std::vector<uint8_t> keep;       // [mask_batch, mask_heads, seq_q, seq_k], nonzero = keep
+    int out_gap = 0;            // extra elements after each output row (checked to stay untouched)
+    std::vector<uint8_t> keep;  // [mask_batch, mask_heads, seq_q, seq_k], nonzero = keep
     int mask_batch = 1, mask_heads = 1, tile_m = 64;
-    std::vector<int> valid_len;      // per batch: keys >= valid_len[b] invalid (empty: no key_valid)
-    double invalid_fraction = 0;     // also drop this fraction of keys at random (needs valid_len)
-    bool bias = false;               // random additive bias [heads, seq_q, seq_k]
-    int bias_inf_row = -1;           // with bias: this query row gets -inf bias on every key
+    std::vector<int> valid_len;   // per batch: keys >= valid_len[b] invalid (empty: no key_valid)
+    double invalid_fraction = 0;  // also drop this fraction of keys at random (needs valid_len)
+    bool bias = false;            // random additive bias [heads, seq_q, seq_k]
+    int bias_inf_row = -1;        // with bias: this query row gets -inf bias on every key
     kernels::AttentionKernel kernel = kernels::AttentionKernel::block_wise;
     int block_m = 0;
-    int check_rows = -1;             // compare this many sampled rows per (b, h) (-1: all)
+    int check_rows = -1;  // compare this many sampled rows per (b, h) (-1: all)
 };
 
 struct AttentionResult {

@@ -25,8 +25,8 @@ const KernelChoice kChoices[] = {{"block64", AttentionKernel::block_wise, 64},
 
 void check(const AttentionCase& c, const std::string& what, std::mt19937_64& rng) {
     const AttentionResult r = run_attention_case(c, rng);
-    INFO(what << ": rel " << r.rel_error << ", max abs " << r.max_abs_error << ", unwritten " << r.unwritten
-              << ", gap touched " << r.gap_touched << ", nonzero empty rows " << r.nonzero_empty_rows);
+    INFO(what << ": rel " << r.rel_error << ", max abs " << r.max_abs_error << ", unwritten " << r.unwritten << ", gap touched "
+              << r.gap_touched << ", nonzero empty rows " << r.nonzero_empty_rows);
     CHECK(r.unwritten == 0);
     CHECK(r.gap_touched == 0);
     CHECK(r.nonzero_empty_rows == 0);
@@ -83,14 +83,14 @@ TEST_CASE("attention: dtypes, head dims, layouts, GQA", "[gpu][kernels][attentio
                 c.kv_heads = layout == Layout::bhsd ? 2 : 1;
                 c.seq_q = c.seq_k = 333;
                 c.keep = mixed_mask(333, 333, rng);
-                check_all_kernels(c, std::string(dt == ElemType::f16 ? "f16" : "bf16") + " D=" + std::to_string(D) +
-                                         (layout == Layout::bhsd ? " bhsd gqa2" : " bshd gqa4"),
+                check_all_kernels(c,
+                                  std::string(dt == ElemType::f16 ? "f16" : "bf16") + " D=" + std::to_string(D) +
+                                      (layout == Layout::bhsd ? " bhsd gqa2" : " bshd gqa4"),
                                   rng);
             }
 }
 
-TEST_CASE("attention: padding, bias, per-head and per-batch masks, tile_m 128, seq_q != seq_k",
-          "[gpu][kernels][attention]") {
+TEST_CASE("attention: padding, bias, per-head and per-batch masks, tile_m 128, seq_q != seq_k", "[gpu][kernels][attention]") {
     STOF_REQUIRE_GPU();
     auto rng = make_rng();
     {

@@ -48,10 +48,28 @@ Tensor bool_tensor(const Shape& shape, const std::vector<uint8_t>& keep) {
 
 TEST_CASE("every mask atom and composition matches direct evaluation", "[cpu][mask]") {
     const char* specs[] = {
-        "dense", "causal", "sliding:0", "sliding:5", "sliding:64", "sliding:200", "global:0", "global:3", "global:70",
-        "random:16:3:7", "random:64:2:11", "random:7:1000:3", "random:100:0:1", "longformer:10:3", "bigbird:16:1:2:3:7",
-        "bigbird:64:1:2:3:7", "causal & sliding:70", "(causal | global:3) & sliding:100", "sliding:0 | random:7:2:1",
-        "causal & random:5:4:3 | global:70", "sliding:20 & random:32:5:9", "(sliding:40 & causal) | (sliding:40 & global:2)",
+        "dense",
+        "causal",
+        "sliding:0",
+        "sliding:5",
+        "sliding:64",
+        "sliding:200",
+        "global:0",
+        "global:3",
+        "global:70",
+        "random:16:3:7",
+        "random:64:2:11",
+        "random:7:1000:3",
+        "random:100:0:1",
+        "longformer:10:3",
+        "bigbird:16:1:2:3:7",
+        "bigbird:64:1:2:3:7",
+        "causal & sliding:70",
+        "(causal | global:3) & sliding:100",
+        "sliding:0 | random:7:2:1",
+        "causal & random:5:4:3 | global:70",
+        "sliding:20 & random:32:5:9",
+        "(sliding:40 & causal) | (sliding:40 & global:2)",
         "causal & (dense | sliding:3) & global:900",
     };
     const int64_t sizes[] = {1, 63, 65, 777, 1000};
@@ -65,7 +83,8 @@ TEST_CASE("every mask atom and composition matches direct evaluation", "[cpu][ma
                     INFO(text << " seq " << s << "x" << s_k << " tile " << t[0] << "x" << t[1]);
                     const SparseMask built = build_mask(spec, s, s_k, t[0], t[1]);
                     built.validate();
-                    require_same(built, from_dense(d.data(), 1, 1, static_cast<int32_t>(s), static_cast<int32_t>(s_k), t[0], t[1]));
+                    require_same(built,
+                                 from_dense(d.data(), 1, 1, static_cast<int32_t>(s), static_cast<int32_t>(s_k), t[0], t[1]));
                 }
             }
         }
@@ -139,12 +158,14 @@ TEST_CASE("per-head and per-batch file masks build one pattern each", "[cpu][mas
     write_npy(dir + "/bh.npy", bool_tensor({b, h, s, s_k}, keep));
     write_npy(dir + "/h.npy", bool_tensor({h, s, s_k}, std::vector<uint8_t>(keep.begin(), keep.begin() + h * s * s_k)));
     Tensor u8(DType::u8, {s, s_k});
-    for (int64_t k = 0; k < s * s_k; ++k) u8.bytes[static_cast<size_t>(k)] = static_cast<uint8_t>(keep[static_cast<size_t>(k)] * (1 + k % 200));
+    for (int64_t k = 0; k < s * s_k; ++k)
+        u8.bytes[static_cast<size_t>(k)] = static_cast<uint8_t>(keep[static_cast<size_t>(k)] * (1 + k % 200));
     write_npy(dir + "/s.npy", u8);
 
-    for (const std::string& text : {"file:" + dir + "/bh.npy", "file:" + dir + "/h.npy", "file:" + dir + "/s.npy",
-                                   "file:" + dir + "/bh.npy & causal", "file:" + dir + "/h.npy | sliding:3",
-                                   "file:" + dir + "/h.npy & file:" + dir + "/s.npy", "file:" + dir + "/bh.npy | file:" + dir + "/h.npy"}) {
+    for (const std::string& text :
+         {"file:" + dir + "/bh.npy", "file:" + dir + "/h.npy", "file:" + dir + "/s.npy", "file:" + dir + "/bh.npy & causal",
+          "file:" + dir + "/h.npy | sliding:3", "file:" + dir + "/h.npy & file:" + dir + "/s.npy",
+          "file:" + dir + "/bh.npy | file:" + dir + "/h.npy"}) {
         INFO(text);
         MaskSpec spec = parse_mask_spec(text);
         load_mask_files(spec, s, s_k, h, b);
@@ -193,9 +214,8 @@ TEST_CASE("file masks with the wrong dtype or shape are rejected clearly", "[cpu
     test::require_error([&] { build("h4.npy", 8); }, "h4.npy has 4 heads (shape [4,8,8]); the attention has 8 heads");
     test::require_error([&] { build("b3.npy", 0, 2); }, "b3.npy has batch 3");
     test::require_error([&] { build("missing.npy"); }, "cannot open");
-    test::require_error(
-        [&] { build_mask(parse_mask_spec("file:" + dir + "/h4.npy | file:" + dir + "/h2.npy"), 8, 8); },
-        "mask files disagree");
+    test::require_error([&] { build_mask(parse_mask_spec("file:" + dir + "/h4.npy | file:" + dir + "/h2.npy"), 8, 8); },
+                        "mask files disagree");
     CHECK(build("h4.npy", 4).mask_heads == 4);
     CHECK(build("h4.npy").mask_heads == 4);
     test::require_error([&] { build_mask(parse_mask_spec("causal"), 8, 8, 12, 64); }, "multiple of 8 in 8..256");

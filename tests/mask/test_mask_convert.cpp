@@ -28,8 +28,8 @@ struct Case {
 // compares every array with from_dense.
 void run_case(const Case& c, std::mt19937_64& rng) {
     INFO("batch " << c.batch << (c.share_batch ? " (shared)" : "") << " heads " << c.heads << (c.share_heads ? " (shared)" : "")
-                  << " size " << c.rows << "x" << c.cols << " tile " << c.tile_m << "x" << c.tile_n << " pitch +" << c.pitch_extra
-                  << (c.transposed ? " transposed" : ""));
+                  << " size " << c.rows << "x" << c.cols << " tile " << c.tile_m << "x" << c.tile_n << " pitch +"
+                  << c.pitch_extra << (c.transposed ? " transposed" : ""));
     const int32_t mb = c.share_batch ? 1 : c.batch, mh = c.share_heads ? 1 : c.heads;
     const int64_t inner = c.transposed ? c.rows : c.cols, outer = c.transposed ? c.cols : c.rows;
     const int64_t pitch = inner + c.pitch_extra, plane = outer * pitch;
@@ -70,7 +70,9 @@ void run_case(const Case& c, std::mt19937_64& rng) {
         for (int64_t p = 0; p < mb * mh; ++p)
             for (int64_t i = 0; i < c.rows; ++i)
                 for (int64_t j = 0; j < c.cols; ++j) {
-                    const uint8_t v = keep[static_cast<size_t>((p * c.rows + i) * c.cols + j)] ? static_cast<uint8_t>(1 + rng() % 255) : 0;
+                    const uint8_t v = keep[static_cast<size_t>((p * c.rows + i) * c.cols + j)]
+                                          ? static_cast<uint8_t>(1 + rng() % 255)
+                                          : 0;
                     const int64_t at = c.transposed ? j * pitch + i : i * pitch + j;
                     host[static_cast<size_t>(p * plane + at)] = v;
                 }
@@ -129,18 +131,12 @@ TEST_CASE("GPU mask conversion equals from_dense", "[gpu][mask]") {
     STOF_REQUIRE_GPU();
     auto rng = test::make_rng();
     const Case cases[] = {
-        {1, 1, 1, 1, false, false, 64, 64},
-        {1, 1, 63, 65, false, false, 64, 64},
-        {1, 1, 777, 1000, false, false, 64, 64},
-        {1, 1, 1000, 777, false, false, 128, 64},
-        {1, 1, 513, 515, false, false, 16, 32, 3},
-        {1, 1, 300, 301, false, false, 8, 8},
-        {1, 1, 600, 520, false, false, 256, 256, 5},
-        {1, 1, 200, 136, false, false, 64, 64, 0, true},
-        {2, 3, 130, 200, false, false, 64, 64},
-        {2, 3, 130, 200, true, false, 64, 64, 1},
-        {2, 3, 130, 200, false, true, 128, 64},
-        {2, 3, 130, 200, true, true, 64, 64},
+        {1, 1, 1, 1, false, false, 64, 64},          {1, 1, 63, 65, false, false, 64, 64},
+        {1, 1, 777, 1000, false, false, 64, 64},     {1, 1, 1000, 777, false, false, 128, 64},
+        {1, 1, 513, 515, false, false, 16, 32, 3},   {1, 1, 300, 301, false, false, 8, 8},
+        {1, 1, 600, 520, false, false, 256, 256, 5}, {1, 1, 200, 136, false, false, 64, 64, 0, true},
+        {2, 3, 130, 200, false, false, 64, 64},      {2, 3, 130, 200, true, false, 64, 64, 1},
+        {2, 3, 130, 200, false, true, 128, 64},      {2, 3, 130, 200, true, true, 64, 64},
         {4, 8, 257, 255, false, false, 64, 64, 7},
     };
     for (const Case& c : cases) run_case(c, rng);

@@ -29,7 +29,8 @@ SparseMaskStats dense_stats(const std::vector<uint8_t>& k, int64_t patterns, int
         for (int64_t i0 = 0; i0 < rows; i0 += 16)
             for (int64_t j0 = 0; j0 < cols; j0 += 16) nonempty16 += count(p, i0, j0, 16, 16).first > 0;
     }
-    const double cells16 = static_cast<double>(patterns) * static_cast<double>((rows + 15) / 16) * static_cast<double>((cols + 15) / 16);
+    const double cells16 = static_cast<double>(patterns) * static_cast<double>((rows + 15) / 16) *
+                           static_cast<double>((cols + 15) / 16);
     s.rho = cells16 > 0 ? static_cast<double>(nonempty16) / cells16 : 0.0;
     const double cells = static_cast<double>(patterns * rows * cols);
     s.density = cells > 0 ? static_cast<double>(s.nnz) / cells : 0.0;
@@ -84,9 +85,19 @@ TEST_CASE("sparse format validation names the inconsistency", "[cpu][mask]") {
     };
     broken([](SparseMask& m) { m.tile_m = 12; }, "not a multiple of 8");
     broken([](SparseMask& m) { m.row_ptr.pop_back(); }, "row_ptr has");
-    broken([](SparseMask& m) { m.row_ptr[1] = 0; m.row_ptr[0] = 1; }, "row_ptr of pattern 0 row 0");
+    broken(
+        [](SparseMask& m) {
+            m.row_ptr[1] = 0;
+            m.row_ptr[0] = 1;
+        },
+        "row_ptr of pattern 0 row 0");
     broken([](SparseMask& m) { m.col_idx[0] = 5; }, "tile column 5 out of range");
-    broken([](SparseMask& m) { std::swap(m.col_idx[0], m.col_idx[1]); std::swap(m.bitmap_idx[0], m.bitmap_idx[1]); }, "not ascending");
+    broken(
+        [](SparseMask& m) {
+            std::swap(m.col_idx[0], m.col_idx[1]);
+            std::swap(m.bitmap_idx[0], m.bitmap_idx[1]);
+        },
+        "not ascending");
     broken([](SparseMask& m) { m.bitmap_idx[0] = 99; }, "bitmap index 99 out of range");
     broken([](SparseMask& m) { m.bitmap_idx.pop_back(); }, "bitmap_idx has");
     broken([](SparseMask& m) { m.bitmaps.pop_back(); }, "not whole tiles");

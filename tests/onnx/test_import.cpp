@@ -13,7 +13,9 @@ using test::OnnxBuilder;
 namespace {
 constexpr int32_t kF32 = onnx::TensorProto::FLOAT;
 
-ir::Graph import_bytes(const std::string& bytes, const std::string& dir = "") { return import_onnx_bytes(bytes, dir, "test.onnx"); }
+ir::Graph import_bytes(const std::string& bytes, const std::string& dir = "") {
+    return import_onnx_bytes(bytes, dir, "test.onnx");
+}
 
 std::string tmp_dir(const std::string& name) {
     const auto dir = std::filesystem::path(test::binary_dir()) / "test_tmp" / name;
@@ -22,9 +24,7 @@ std::string tmp_dir(const std::string& name) {
     return dir.string();
 }
 
-void write_file(const std::string& path, const std::string& bytes) {
-    std::ofstream(path, std::ios::binary) << bytes;
-}
+void write_file(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 }  // namespace
 
 TEST_CASE("importer builds the IR of a small model and the interpreter runs it", "[cpu][onnx]") {
@@ -58,7 +58,8 @@ TEST_CASE("importer names the op domain opset and node of an unsupported op", "[
     b.input("x", kF32, {2});
     b.node("Hardmax", {"x"}, {"y"}, "my_hardmax");
     b.output("y");
-    test::require_error([&] { import_bytes(b.bytes()); }, "Hardmax node 'my_hardmax': op 'Hardmax' (domain ai.onnx, opset 17) is not supported");
+    test::require_error([&] { import_bytes(b.bytes()); },
+                        "Hardmax node 'my_hardmax': op 'Hardmax' (domain ai.onnx, opset 17) is not supported");
 
     OnnxBuilder c;
     c.input("x", kF32, {2});

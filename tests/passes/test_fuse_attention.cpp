@@ -149,7 +149,8 @@ TEST_CASE("a mask option is intersected with the model's mask, per layer range",
     const Model both = load(dir, {"0-1=sliding:8", "1=global:2"});
     const Tensor& b1 = *both.g.value(attention(both.g, 1).inputs[3]).data;
     for (int64_t i = 0; i < 128; i += 3)
-        for (int64_t j = 0; j < 128; j += 3) CHECK((b1.get_i64(i * 128 + j) != 0) == (j <= i && i - j <= 8 && (i < 2 || j < 2)));
+        for (int64_t j = 0; j < 128; j += 3)
+            CHECK((b1.get_i64(i * 128 + j) != 0) == (j <= i && i - j <= 8 && (i < 2 || j < 2)));
     test::require_error([&] { load(dir, {"x-2=causal"}); }, "is no layer range");
     test::require_error([&] { load(dir, {"causal|nope"}); }, "nope");
 }
@@ -434,7 +435,9 @@ TEST_CASE("selection masks (Where) and chains of mask nodes are recognised", "[c
         CHECK(compare(r.after, r.before, 0, 0).ok);
     }
     SECTION("a finite fill is no mask") {
-        test::OnnxBuilder b = selection_model([](test::OnnxBuilder& m) { m.node("Where", {"causal", "s", "zero"}, {"masked"}); });
+        test::OnnxBuilder b = selection_model([](test::OnnxBuilder& m) {
+            m.node("Where", {"causal", "s", "zero"}, {"masked"});
+        });
         const BeforeAfter r = before_after(b, feeds);
         CHECK(ir::count_ops(r.fused, ir::Op::SparseAttention) == 0);
         CHECK(compare(r.after, r.before, 0, 0).ok);
@@ -482,8 +485,9 @@ TEST_CASE("SparseAttention's reference equals its MatMul/Softmax decomposition (
         ir::Node n;
         n.op = ir::Op::SparseAttention;
         n.name = "attention";
-        n.inputs = {q, k, v, g.add_constant(keep, "keep"),
-                    g.add_constant(test::random_tensor(DType::f32, {1, H, S, S}, rng), "bias"), pad};
+        n.inputs = {
+            q,  k, v, g.add_constant(keep, "keep"), g.add_constant(test::random_tensor(DType::f32, {1, H, S, S}, rng), "bias"),
+            pad};
         n.attrs.set("scale", 0.3);
         n.attrs.set("layout", layout.substr(0, 4));
         if (fused) {

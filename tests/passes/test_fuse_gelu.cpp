@@ -40,15 +40,17 @@ const std::string kSqrt2 = "#1.4142135", kInvSqrt2 = "#0.70710678", kSqrt2Pi = "
 
 // 0.5·x·(1 + Erf(x/√2)) as BERT's TorchScript export spells it, with `half` for 0.5.
 std::vector<N> erf_bert(const std::string& sqrt2 = kSqrt2, const std::string& half = "#0.5") {
-    return {{"Div", {"x", sqrt2}, "t"}, {"Erf", {"t"}, "e"}, {"Add", {"e", "#1"}, "a"}, {"Mul", {"x", "a"}, "m"},
+    return {{"Div", {"x", sqrt2}, "t"},
+            {"Erf", {"t"}, "e"},
+            {"Add", {"e", "#1"}, "a"},
+            {"Mul", {"x", "a"}, "m"},
             {"Mul", {"m", half}, "g"}};
 }
 
 // 0.5·x·(1 + Tanh(√(2/π)·(x + 0.044715·x³))) as GPT-2's exports spell it.
 std::vector<N> tanh_gpt2(const std::string& cubic = kCubic, const std::string& power = "#3") {
-    return {{"Mul", {"x", "#0.5"}, "h"},     {"Pow", {"x", power}, "p"},      {"Mul", {"p", cubic}, "c"},
-            {"Add", {"x", "c"}, "s"},        {"Mul", {"s", kSqrt2Pi}, "u"},   {"Tanh", {"u"}, "th"},
-            {"Add", {"th", "#1"}, "a"},      {"Mul", {"h", "a"}, "g"}};
+    return {{"Mul", {"x", "#0.5"}, "h"},   {"Pow", {"x", power}, "p"}, {"Mul", {"p", cubic}, "c"}, {"Add", {"x", "c"}, "s"},
+            {"Mul", {"s", kSqrt2Pi}, "u"}, {"Tanh", {"u"}, "th"},      {"Add", {"th", "#1"}, "a"}, {"Mul", {"h", "a"}, "g"}};
 }
 
 }  // namespace
@@ -58,19 +60,37 @@ TEST_CASE("fuse-gelu fuses the erf and tanh spellings", "[cpu][passes]") {
     const std::vector<std::pair<std::string, std::vector<N>>> cases = {
         {"erf: (x·a)·0.5", erf_bert()},
         {"erf: x·(0.5·a), dynamo",
-         {{"Div", {"x", kSqrt2}, "t"}, {"Erf", {"t"}, "e"}, {"Add", {"e", "#1"}, "a"}, {"Mul", {"#0.5", "a"}, "h"},
+         {{"Div", {"x", kSqrt2}, "t"},
+          {"Erf", {"t"}, "e"},
+          {"Add", {"e", "#1"}, "a"},
+          {"Mul", {"#0.5", "a"}, "h"},
           {"Mul", {"x", "h"}, "g"}}},
         {"erf: (x·0.5)·a, x·(1/√2), 1 + e",
-         {{"Mul", {"x", "#0.5"}, "h"}, {"Mul", {kInvSqrt2, "x"}, "t"}, {"Erf", {"t"}, "e"}, {"Add", {"#1", "e"}, "a"},
+         {{"Mul", {"x", "#0.5"}, "h"},
+          {"Mul", {kInvSqrt2, "x"}, "t"},
+          {"Erf", {"t"}, "e"},
+          {"Add", {"#1", "e"}, "a"},
           {"Mul", {"h", "a"}, "g"}}},
         {"tanh: GPT-2", tanh_gpt2()},
         {"tanh: (x·x)·x, (a·x)·0.5",
-         {{"Mul", {"x", "x"}, "xx"}, {"Mul", {"xx", "x"}, "p"}, {"Mul", {kCubic, "p"}, "c"}, {"Add", {"c", "x"}, "s"},
-          {"Mul", {kSqrt2Pi, "s"}, "u"}, {"Tanh", {"u"}, "th"}, {"Add", {"#1", "th"}, "a"}, {"Mul", {"a", "x"}, "m"},
+         {{"Mul", {"x", "x"}, "xx"},
+          {"Mul", {"xx", "x"}, "p"},
+          {"Mul", {kCubic, "p"}, "c"},
+          {"Add", {"c", "x"}, "s"},
+          {"Mul", {kSqrt2Pi, "s"}, "u"},
+          {"Tanh", {"u"}, "th"},
+          {"Add", {"#1", "th"}, "a"},
+          {"Mul", {"a", "x"}, "m"},
           {"Mul", {"m", "#0.5"}, "g"}}},
         {"tanh: x·(x·x), (a·0.5)·x",
-         {{"Mul", {"x", "x"}, "xx"}, {"Mul", {"x", "xx"}, "p"}, {"Mul", {"p", kCubic}, "c"}, {"Add", {"x", "c"}, "s"},
-          {"Mul", {"s", kSqrt2Pi}, "u"}, {"Tanh", {"u"}, "th"}, {"Add", {"th", "#1"}, "a"}, {"Mul", {"a", "#0.5"}, "m"},
+         {{"Mul", {"x", "x"}, "xx"},
+          {"Mul", {"x", "xx"}, "p"},
+          {"Mul", {"p", kCubic}, "c"},
+          {"Add", {"x", "c"}, "s"},
+          {"Mul", {"s", kSqrt2Pi}, "u"},
+          {"Tanh", {"u"}, "th"},
+          {"Add", {"th", "#1"}, "a"},
+          {"Mul", {"a", "#0.5"}, "m"},
           {"Mul", {"m", "x"}, "g"}}},
     };
     for (const auto& [name, nodes] : cases) {

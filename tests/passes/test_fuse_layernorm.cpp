@@ -12,15 +12,15 @@ namespace {
 constexpr int32_t kF32 = onnx::TensorProto::FLOAT;
 
 struct Spelling {
-    bool mul_square = false;       // d·d instead of Pow(d, 2)
-    std::string inv = "div";       // div: d / √v; recip: d · Reciprocal(√v); one: d · (1 / √v); pow: d · v^-0.5
-    bool two_subs = false;         // x − μ emitted twice (TorchScript)
+    bool mul_square = false;  // d·d instead of Pow(d, 2)
+    std::string inv = "div";  // div: d / √v; recip: d · Reciprocal(√v); one: d · (1 / √v); pow: d · v^-0.5
+    bool two_subs = false;    // x − μ emitted twice (TorchScript)
     bool scale = true, bias = true;
-    bool eps_first = false;        // Add(eps, var)
-    int opset = 17;                // 18: ReduceMean axes as an input
+    bool eps_first = false;  // Add(eps, var)
+    int opset = 17;          // 18: ReduceMean axes as an input
     int64_t mean_axis = -1, var_axis = -1;
     float eps = 1e-6f, exponent = 2.0f;
-    bool d_is_output = false;      // x − μ is also a graph output
+    bool d_is_output = false;  // x − μ is also a graph output
     Shape gamma_shape{16};
 };
 

@@ -76,8 +76,8 @@ TEST_CASE("fuse-linear brings linear layers to Add(MatMul(x, W), b)", "[cpu][pas
         check_canonical(test::run_checked(test::prepared(gemm_model(false, false, 1, 1)), passes::fuse_linear, rng), false);
     }
     SECTION("transB, alpha and beta fold into W and b") {
-        check_canonical(test::run_checked(test::prepared(gemm_model(true, true, 0.5f, 2.0f, {1, 16})), passes::fuse_linear, rng),
-                        true);
+        check_canonical(
+            test::run_checked(test::prepared(gemm_model(true, true, 0.5f, 2.0f, {1, 16})), passes::fuse_linear, rng), true);
     }
     SECTION("bias first (BERT TorchScript)") {
         check_canonical(test::run_checked(test::prepared(matmul_add_model(true, {16})), passes::fuse_linear, rng), true);

@@ -13,17 +13,17 @@ constexpr int32_t kF32 = onnx::TensorProto::FLOAT, kF16 = onnx::TensorProto::FLO
 
 struct Spelling {
     std::string name;
-    bool f16 = false;              // x is fp16 (with cast_in); so is w after cast_out
-    bool cast_in = false;          // x' = Cast(x, float) feeds the pattern
-    bool residual = false;         // x' is also read outside (LLaMA TorchScript's residual Add)
-    bool t5_square = false;        // the square reads Cast(x), the scaling x itself
-    bool cast_out = false;         // Cast(y, type of x) before the weight
-    std::string inv = "recip";     // recip, one (1 / √v), div (x / √v), pow (v^-0.5)
+    bool f16 = false;           // x is fp16 (with cast_in); so is w after cast_out
+    bool cast_in = false;       // x' = Cast(x, float) feeds the pattern
+    bool residual = false;      // x' is also read outside (LLaMA TorchScript's residual Add)
+    bool t5_square = false;     // the square reads Cast(x), the scaling x itself
+    bool cast_out = false;      // Cast(y, type of x) before the weight
+    std::string inv = "recip";  // recip, one (1 / √v), div (x / √v), pow (v^-0.5)
     bool weight = true;
     int64_t axis = -1;
-    bool eps_input = false;        // eps is a graph input
-    bool var_is_output = false;    // the mean of squares is also a graph output
-    bool square_other = false;     // the square reads another tensor z
+    bool eps_input = false;      // eps is a graph input
+    bool var_is_output = false;  // the mean of squares is also a graph output
+    bool square_other = false;   // the square reads another tensor z
 };
 
 // x: [2, 5, 16] → out.

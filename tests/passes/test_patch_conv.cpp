@@ -48,7 +48,8 @@ TEST_CASE("patch-conv turns patch convolutions into a linear layer over the patc
         ConvCase c;
         c.bias = bias;
         const ir::Graph after = test::run_checked(test::prepared(conv_model(c, rng)), passes::patch_conv, rng);
-        CHECK(ir::op_histogram(after) == (bias ? "1 Add, 1 MatMul, 2 Reshape, 2 Transpose" : "1 MatMul, 2 Reshape, 2 Transpose"));
+        CHECK(ir::op_histogram(after) ==
+              (bias ? "1 Add, 1 MatMul, 2 Reshape, 2 Transpose" : "1 MatMul, 2 Reshape, 2 Transpose"));
         for (const ir::Node& n : after.nodes) {
             if (n.op == ir::Op::MatMul) {
                 CHECK(after.value(n.inputs[0]).shape == Shape({2, 3, 4, 3 * 4 * 2}));

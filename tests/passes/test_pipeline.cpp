@@ -29,7 +29,7 @@ std::string shape_subgraph_model() {
 }
 }  // namespace
 
-TEST_CASE("constant folding removes the shape subgraph and keeps results" , "[cpu][passes]") {
+TEST_CASE("constant folding removes the shape subgraph and keeps results", "[cpu][passes]") {
     ir::Graph g = import_onnx_bytes(shape_subgraph_model(), "", "m");
     CHECK(g.nodes.size() == 5);
     auto rng = test::make_rng();
@@ -48,8 +48,8 @@ TEST_CASE("constant folding removes the shape subgraph and keeps results" , "[cp
     };
     run_pipeline(g, opt);
     CHECK(seen == std::vector<std::string>{"bind-inputs", "infer-shapes", "fold-constants", "fuse-layernorm", "fuse-rmsnorm",
-                                           "fuse-gelu", "patch-conv", "fuse-linear", "merge-sibling-linear", "fuse-attention", "decompose-attention",
-                                           "eliminate-dead-code"});
+                                           "fuse-gelu", "patch-conv", "fuse-linear", "merge-sibling-linear", "fuse-attention",
+                                           "decompose-attention", "eliminate-dead-code"});
     REQUIRE(g.nodes.size() == 1);
     CHECK(g.nodes[0].op == ir::Op::Reshape);
     CHECK(ir::count_ops(g, ir::Op::Shape) == 0);
@@ -65,7 +65,8 @@ TEST_CASE("symbolic inputs need --shape naming an input or a symbolic dimension"
                         "--shape batch=1 --shape seq=128, or the whole shape, e.g. --shape x=1x128x8");
     PipelineOptions bad;
     bad.pass.input_shapes["y"] = {1};
-    test::require_error([&] { run_pipeline(g, bad); }, "'y', which is neither a model input (inputs: x) nor a symbolic dimension");
+    test::require_error([&] { run_pipeline(g, bad); },
+                        "'y', which is neither a model input (inputs: x) nor a symbolic dimension");
     PipelineOptions half;
     half.pass.input_shapes["batch"] = {2};
     test::require_error([&] { run_pipeline(g, half); }, "(seq), e.g. --shape seq=128,");
@@ -90,16 +91,17 @@ TEST_CASE("symbolic inputs need --shape naming an input or a symbolic dimension"
     test::require_error([&] { run_pipeline(g, dump); }, "no such pass");
 }
 
-TEST_CASE("a reshape target computed from run-time data is reported" , "[cpu][passes]") {
+TEST_CASE("a reshape target computed from run-time data is reported", "[cpu][passes]") {
     OnnxBuilder b;
     b.input("x", kF32, {4}).input("dims", onnx::TensorProto::INT64, {2});
     b.node("Reshape", {"x", "dims"}, {"y"}, "runtime_reshape");
     b.output("y");
     ir::Graph g = import_onnx_bytes(b.bytes(), "", "m");
-    test::require_error([&] { run_pipeline(g, {}); }, "Reshape node 'runtime_reshape': the target shape (input 1) is computed at run time");
+    test::require_error([&] { run_pipeline(g, {}); },
+                        "Reshape node 'runtime_reshape': the target shape (input 1) is computed at run time");
 }
 
-TEST_CASE("shape inference reports invalid models by node" , "[cpu][passes]") {
+TEST_CASE("shape inference reports invalid models by node", "[cpu][passes]") {
     OnnxBuilder b;
     b.input("a", kF32, {2, 3}).input("b", kF32, {4, 5});
     b.node("MatMul", {"a", "b"}, {"y"}, "mm");

@@ -65,7 +65,12 @@ Plan sample_plan(uint64_t seed) {
     };
 
     Plan p;
-    p.meta = {"sample.onnx", "0.1.0-test", "sm_90", "13.0", "fp16", "2026-11-22T00:00:00Z",
+    p.meta = {"sample.onnx",
+              "0.1.0-test",
+              "sm_90",
+              "13.0",
+              "fp16",
+              "2026-11-22T00:00:00Z",
               "--mask 'causal|global:1' (notes are UTF-8: \xc3\xbc\xc3\xaf)"};
 
     // batch 2, seq 16, hidden 32 = 2 heads × 16; f16 unless noted.
@@ -92,7 +97,10 @@ Plan sample_plan(uint64_t seed) {
     k0.entry = "ew_add_gelu";
     k0.arch = "sm_90";
     k0.cubin = random_bytes(300);
-    std::memcpy(k0.cubin.data(), "\x7f" "ELF", 4);
+    std::memcpy(k0.cubin.data(),
+                "\x7f"
+                "ELF",
+                4);
     k0.ptx = ".version 8.8\n.target sm_90\n.address_size 64\n.visible .entry ew_add_gelu()\n{\n\tret;\n}\n";
     k0.params = {ParamKind::pointer, ParamKind::pointer, ParamKind::pointer, ParamKind::i32, ParamKind::i64, ParamKind::f32};
     KernelDesc k1;
@@ -160,8 +168,12 @@ Plan sample_plan(uint64_t seed) {
     l0.launch.kernel = 0;
     l0.launch.grid[0] = 4;
     l0.launch.block[0] = 256;
-    l0.launch.args = {pointer(attn, 0), pointer(x, 0), pointer(y, 0), scalar_i(ParamKind::i32, 1024),
-                      scalar_i(ParamKind::i64, -5000000000), scalar_f(0.70710677f)};
+    l0.launch.args = {pointer(attn, 0),
+                      pointer(x, 0),
+                      pointer(y, 0),
+                      scalar_i(ParamKind::i32, 1024),
+                      scalar_i(ParamKind::i64, -5000000000),
+                      scalar_f(0.70710677f)};
     p.steps.push_back(l0);
 
     Step l1 = make_step(StepKind::launch, "layernorm", "ln_0");
@@ -175,8 +187,9 @@ Plan sample_plan(uint64_t seed) {
     Step cp = make_step(StepKind::copy, "copy", "attn_out");
     cp.copy = {attn, attn_out, 1024, 512, 1024};
     p.steps.push_back(cp);
-    p.segments = {{"elementwise", "elementwise", "block=128,vec=1", "measured", 3.25f, "expand: merge 'a' into 'b'", "mul_0,add_0"},
-                  {"gemm", "cublasLt", "default", "rule", -1, "", "matmul_0"}};
+    p.segments = {
+        {"elementwise", "elementwise", "block=128,vec=1", "measured", 3.25f, "expand: merge 'a' into 'b'", "mul_0,add_0"},
+        {"gemm", "cublasLt", "default", "rule", -1, "", "matmul_0"}};
     return p;
 }
 

@@ -30,7 +30,8 @@ std::string two_output_model() {
     b.input("x", onnx::TensorProto::FLOAT, {2, 16, 64});
     for (const char* n : {"q", "k", "v"}) b.input(n, onnx::TensorProto::FLOAT, {1, 2, 16, 64});
     Tensor w(DType::f32, {64, 64});
-    for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = static_cast<float>(std::sin(0.1 * static_cast<double>(i))) * 0.1f;
+    for (int64_t i = 0; i < w.numel(); ++i)
+        w.data<float>()[i] = static_cast<float>(std::sin(0.1 * static_cast<double>(i))) * 0.1f;
     b.initializer("W", w);
     b.node("MatMul", {"x", "W"}, {"xw"});
     b.node("Add", {"xw", "x"}, {"y"});

@@ -75,8 +75,7 @@ std::string payload(const std::string& bytes, const std::string& name) {
 // table, so damage reaches the decoders and plan::validate as it would in a file
 // written that way. Leaves files whose table does not fit alone.
 void reseal(std::string& bytes) {
-    if (bytes.size() < plan::kHeaderBytes || get_u32(bytes, 44) > plan::kMaxSections || table_end(bytes) > bytes.size())
-        return;
+    if (bytes.size() < plan::kHeaderBytes || get_u32(bytes, 44) > plan::kMaxSections || table_end(bytes) > bytes.size()) return;
     for (const SectionEntry& s : section_table(bytes))
         if (s.offset <= bytes.size() && s.size <= bytes.size() - s.offset)
             put_u32(bytes, s.entry_at + 32, plan::checksum(bytes.data() + s.offset, s.size));
@@ -516,13 +515,15 @@ TEST_CASE("a damaged header or section table is rejected", "[cpu][plan]") {
             "section 'masks' is damaged (offset 256 is not a 256-byte aligned position after the section table)");
     const SectionEntry meta = entry(bytes, "meta"), tensors = entry(bytes, "tensors");
     rejects(patched([&](std::string& d) { put_u64(d, tensors.entry_at + 16, meta.offset); }),
-            "section 'tensors' is damaged (it starts at byte " + std::to_string(meta.offset) + ", before the end of section 'meta'");
+            "section 'tensors' is damaged (it starts at byte " + std::to_string(meta.offset) +
+                ", before the end of section 'meta'");
     rejects(patched([&](std::string& d) {
                 std::string first = d.substr(meta.entry_at, plan::kSectionEntryBytes);
                 d.replace(meta.entry_at, plan::kSectionEntryBytes, d.substr(tensors.entry_at, plan::kSectionEntryBytes));
                 d.replace(tensors.entry_at, plan::kSectionEntryBytes, first);
             }),
-            "section 'meta' is damaged (it starts at byte " + std::to_string(meta.offset) + ", before the end of section 'tensors'");
+            "section 'meta' is damaged (it starts at byte " + std::to_string(meta.offset) +
+                ", before the end of section 'tensors'");
     REQUIRE(masks.offset + masks.size < entry(bytes, "schedule").offset);
     rejects(patched([&](std::string& d) { d[masks.offset + masks.size] = 'x'; }),
             "the padding before section 'schedule' is damaged (byte " + std::to_string(masks.offset + masks.size) +
@@ -611,7 +612,8 @@ TEST_CASE("a plan with valid checksums but inconsistent contents fails validatio
          "schedule step 4 (layernorm): kernel index 7 is out of range (2 kernels)"},
         {"argument count", [](plan::Plan& p) { p.steps[3].launch.args.pop_back(); },
          "schedule step 3 (fused): 5 arguments for kernel 'ew_f16_add_gelu_b4_sm90', which takes 6"},
-        {"block size", [](plan::Plan& p) {
+        {"block size",
+         [](plan::Plan& p) {
              p.steps[4].launch.block[0] = 1u << 31, p.steps[4].launch.block[1] = 1u << 31, p.steps[4].launch.block[2] = 4;
          },
          "schedule step 4 (layernorm): block 2147483648x2147483648x4 has more than 1024 threads"},
@@ -624,7 +626,8 @@ TEST_CASE("a plan with valid checksums but inconsistent contents fails validatio
         {"overlapping copy", [](plan::Plan& p) { p.steps[5].copy.dst = p.steps[5].copy.src; },
          "schedule step 5 (copy): source and destination overlap"},
         // 2^31 - 1 keys: the word count must not overflow 32 bits.
-        {"key_valid length", [](plan::Plan& p) {
+        {"key_valid length",
+         [](plan::Plan& p) {
              p.tensors[1].dtype = DType::boolean;
              p.tensors[1].shape = {1, INT32_MAX};
              p.arena_bytes = (2048 + uint64_t{INT32_MAX} + 255) / 256 * 256;
@@ -636,13 +639,15 @@ TEST_CASE("a plan with valid checksums but inconsistent contents fails validatio
          "masks: mask 0 ('causal|global:1'): sparse mask: tile column 77 out of range"},
         {"run-time mask with arrays", [](plan::Plan& p) { p.masks[0].runtime = true; },
          "masks: mask 0 ('causal|global:1'): a run-time mask carries arrays"},
-        {"run-time mask read before it is filled", [](plan::Plan& p) {
+        {"run-time mask read before it is filled",
+         [](plan::Plan& p) {
              p.masks[0].runtime = true;
              p.masks[0].mask.row_ptr.clear(), p.masks[0].mask.col_idx.clear();
              p.masks[0].mask.bitmap_idx.clear(), p.masks[0].mask.bitmaps.clear();
          },
          "schedule step 2 (attention): run-time mask 0 is read before a mask_convert step fills it"},
-        {"mask_convert into a static mask", [](plan::Plan& p) {
+        {"mask_convert into a static mask",
+         [](plan::Plan& p) {
              p.steps[1].kind = plan::StepKind::mask_convert;
              p.steps[1].mask_convert = {1, 0};
          },

@@ -16,9 +16,7 @@ TEST_CASE("progress: a phase over a second is announced and timed, a short one p
     logger->set_pattern("%v");
     logger->set_level(spdlog::level::info);
     spdlog::set_default_logger(logger);
-    {
-        stof::ProgressPhase quick("quick work");
-    }
+    { stof::ProgressPhase quick("quick work"); }
     {
         stof::ProgressPhase slow("slow work");
         std::this_thread::sleep_for(std::chrono::milliseconds(1300));

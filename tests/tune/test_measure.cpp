@@ -63,7 +63,9 @@ TEST_CASE("measuring: a hanging worker is killed after the timeout, a dying one 
     }
     {
         tune::MeasureOptions o;
-        o.worker = {"/bin/sh", "-c", "while read line; do echo '{\"ok\":true,\"median_us\":5.5,\"spread_us\":0.5,\"reps\":7,\"outputs\":[]}'; done"};
+        o.worker = {
+            "/bin/sh", "-c",
+            "while read line; do echo '{\"ok\":true,\"median_us\":5.5,\"spread_us\":0.5,\"reps\":7,\"outputs\":[]}'; done"};
         tune::Measurer m(o);
         for (int i = 0; i < 3; ++i) {
             const tune::Measurement r = m.measure(copy_plan(), 1, false);
@@ -133,7 +135,8 @@ TEST_CASE("measuring on the GPU: the worker times plans, the evaluator checks an
     b.node("LayerNormalization", {"s", "scale"}, {"n"});
     b.node("Tanh", {"n"}, {"y"});
     b.output("y");
-    const std::filesystem::path cache = std::filesystem::temp_directory_path() / ("stof-test-gpu-tune-" + std::to_string(::getpid()));
+    const std::filesystem::path cache = std::filesystem::temp_directory_path() /
+                                        ("stof-test-gpu-tune-" + std::to_string(::getpid()));
     std::filesystem::remove_all(cache);
     ::setenv("SOURCE_DATE_EPOCH", "1700000000", 1);
     std::vector<std::string> plans;

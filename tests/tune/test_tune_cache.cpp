@@ -84,17 +84,21 @@ TEST_CASE("tuning cache: a damaged or foreign file is ignored and replaced on sa
     const std::string good = slurp(path);
     const std::vector<std::pair<std::string, std::string>> damages = {
         {"truncated", good.substr(0, good.size() / 2)},
-        {"a changed time", [&] {
+        {"a changed time",
+         [&] {
              std::string s = good;
              s.replace(s.find("12.5"), 4, "10.5");
              return s;
          }()},
-        {"another GPU's identity", [&] {
+        {"another GPU's identity",
+         [&] {
              std::string s = good;
              s.replace(s.find("H100"), 4, "A100");
              return s;
          }()},
-        {"not JSON", std::string("\x7f" "ELF\x02\x01", 6)},
+        {"not JSON", std::string("\x7f"
+                                 "ELF\x02\x01",
+                                 6)},
     };
     for (const auto& [what, bytes] : damages) {
         INFO(what);
@@ -137,7 +141,10 @@ TEST_CASE("offline cost model: a tuning cache's times win and its efficiencies a
     // Another segment measured at half the default efficiency: the model is fitted to it.
     fusion::CostModel fitted(Precision::fp16);
     const double e = fitted.device().vector_efficiency / 2;
-    fitted.use_measurements({{"fp16|another#default", {fitted.device().launch_us + 1e-3 * static_cast<double>(bytes) / (fitted.device().bandwidth_gbs * e), bytes, "elementwise"}}});
+    fitted.use_measurements(
+        {{"fp16|another#default",
+          {fitted.device().launch_us + 1e-3 * static_cast<double>(bytes) / (fitted.device().bandwidth_gbs * e), bytes,
+           "elementwise"}}});
     CHECK(std::abs(fitted.device().vector_efficiency - e) < 1e-9);
     CHECK(fitted.segment(g, p, *ew).us > estimate);
     CHECK(fitted.source_of(g, *ew) == "model");

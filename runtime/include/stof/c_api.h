@@ -129,9 +129,9 @@ typedef struct stof_mask stof_mask;
  * row_ptr [mask_batch * mask_heads * (ceil(rows / tile_m) + 1)], col_idx and
  * bitmap_idx [nnz_tiles], bitmaps [bitmap_words]. Synchronous. */
 STOF_API stof_status stof_mask_create(int32_t rows, int32_t cols, int32_t tile_m, int32_t tile_n, int32_t mask_batch,
-                                      int32_t mask_heads, const int32_t* row_ptr, size_t row_ptr_len,
-                                      const int32_t* col_idx, const int32_t* bitmap_idx, size_t nnz_tiles,
-                                      const uint64_t* bitmaps, size_t bitmap_words, stof_mask** out);
+                                      int32_t mask_heads, const int32_t* row_ptr, size_t row_ptr_len, const int32_t* col_idx,
+                                      const int32_t* bitmap_idx, size_t nnz_tiles, const uint64_t* bitmaps, size_t bitmap_words,
+                                      stof_mask** out);
 /* Builds and uploads the mask of a dense host keep array (nonzero = keep) of shape
  * [mask_batch, mask_heads, rows, cols], row-major. Synchronous. */
 STOF_API stof_status stof_mask_from_dense(const uint8_t* keep, int32_t mask_batch, int32_t mask_heads, int32_t rows,
@@ -141,10 +141,10 @@ STOF_API void stof_mask_destroy(stof_mask* mask);
 
 typedef struct stof_mask_stats {
     int32_t rows, cols, tile_m, tile_n, mask_batch, mask_heads;
-    int64_t nnz;     /* kept entries, all patterns */
-    double density;  /* nnz / (patterns * rows * cols) */
+    int64_t nnz;    /* kept entries, all patterns */
+    double density; /* nnz / (patterns * rows * cols) */
     int64_t empty_tiles, full_tiles, partial_tiles;
-    double rho;      /* non-empty 16x16 tiles / all 16x16 tiles: the selector's input */
+    double rho; /* non-empty 16x16 tiles / all 16x16 tiles: the selector's input */
 } stof_mask_stats;
 STOF_API stof_status stof_mask_get_stats(const stof_mask* mask, stof_mask_stats* out);
 
@@ -162,16 +162,16 @@ typedef struct stof_attn_tensor {
 /* O = softmax(scale * Q K^T + bias over the mask's kept, valid keys) V.
  * q, o: [batch, heads, seq_q, head_dim]; k, v: [batch, kv_heads, seq_k, head_dim]. */
 typedef struct stof_attention_params {
-    int32_t dtype;                /* STOF_DTYPE_F16 or STOF_DTYPE_BF16 */
+    int32_t dtype; /* STOF_DTYPE_F16 or STOF_DTYPE_BF16 */
     int32_t batch, heads, kv_heads, seq_q, seq_k, head_dim;
     stof_attn_tensor q, k, v, o;
     float scale;
-    const stof_mask* mask;        /* rows == seq_q, cols == seq_k */
-    const uint64_t* key_valid;    /* device [batch, ceil(seq_k / 64)] bit words, or null */
-    const void* bias;             /* device, dtype: bias[h * bias_stride_h + i * bias_stride_s + j], or null */
+    const stof_mask* mask;     /* rows == seq_q, cols == seq_k */
+    const uint64_t* key_valid; /* device [batch, ceil(seq_k / 64)] bit words, or null */
+    const void* bias;          /* device, dtype: bias[h * bias_stride_h + i * bias_stride_s + j], or null */
     int64_t bias_stride_h, bias_stride_s;
-    int32_t kernel;               /* STOF_KERNEL_*; AUTO: the selector on the mask's rho */
-    int32_t block_m;              /* block-wise query rows per CTA: 0 = auto, 64 or 128 */
+    int32_t kernel;  /* STOF_KERNEL_*; AUTO: the selector on the mask's rho */
+    int32_t block_m; /* block-wise query rows per CTA: 0 = auto, 64 or 128 */
 } stof_attention_params;
 
 /* Launches one kernel on `stream` (a cudaStream_t; null = the default stream);

@@ -9,11 +9,11 @@ namespace stof {
 
 struct Comparison {
     bool ok = false;
-    double max_abs = 0;       // worst |actual - expected|
-    double max_rel = 0;       // worst |actual - expected| / |expected| over elements with expected != 0
-    int64_t mismatches = 0;   // elements outside atol + rtol * |expected|
-    int64_t worst = -1;       // flat index of the element farthest outside the tolerance
-    std::string reason;       // set when the shapes or kinds differ
+    double max_abs = 0;      // worst |actual - expected|
+    double max_rel = 0;      // worst |actual - expected| / |expected| over elements with expected != 0
+    int64_t mismatches = 0;  // elements outside atol + rtol * |expected|
+    int64_t worst = -1;      // flat index of the element farthest outside the tolerance
+    std::string reason;      // set when the shapes or kinds differ
 };
 
 // A stof::Error unless rtol and atol are finite and >= 0 (a NaN tolerance would let

@@ -15,8 +15,7 @@ namespace stof {
 
 class Error : public std::runtime_error {
 public:
-    Error(std::string message, const char* file, int line)
-        : std::runtime_error(std::move(message)), file_(file), line_(line) {}
+    Error(std::string message, const char* file, int line) : std::runtime_error(std::move(message)), file_(file), line_(line) {}
 
     const char* file() const { return file_; }
     int line() const { return line_; }
@@ -33,7 +32,7 @@ private:
 #define STOF_FAIL(...) throw ::stof::Error(::fmt::format(__VA_ARGS__), __FILE__, __LINE__)
 
 // STOF_CHECK(cond, "message {}", args...): throw stof::Error unless cond holds.
-#define STOF_CHECK(cond, ...)          \
-    do {                               \
+#define STOF_CHECK(cond, ...)                \
+    do {                                     \
         if (!(cond)) STOF_FAIL(__VA_ARGS__); \
     } while (0)

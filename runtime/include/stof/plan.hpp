@@ -52,10 +52,10 @@ struct KernelDesc {
 // A kernel argument: a tensor's device address (plus a byte offset) or a scalar.
 struct Arg {
     ParamKind kind = ParamKind::pointer;
-    int32_t tensor = -1;      // pointer: index into Plan::tensors
-    uint64_t byte_offset = 0; // pointer: added to the tensor's address
-    int64_t i = 0;            // i32 / i64
-    float f = 0;              // f32
+    int32_t tensor = -1;       // pointer: index into Plan::tensors
+    uint64_t byte_offset = 0;  // pointer: added to the tensor's address
+    int64_t i = 0;             // i32 / i64
+    float f = 0;               // f32
 };
 
 struct LaunchStep {
@@ -71,7 +71,7 @@ struct LaunchStep {
 enum class Epilogue : uint8_t { none = 0, bias = 1, gelu = 2, bias_gelu = 3, relu = 4, bias_relu = 5 };
 
 struct GemmStep {
-    int32_t a = -1, b = -1, c = -1, d = -1, bias = -1;  // tensor indices; c, bias optional (-1)
+    int32_t a = -1, b = -1, c = -1, d = -1, bias = -1;                // tensor indices; c, bias optional (-1)
     uint64_t a_offset = 0, b_offset = 0, c_offset = 0, d_offset = 0;  // byte offsets into the tensors
     bool trans_a = false, trans_b = false;
     int64_t m = 0, n = 0, k = 0, batch = 1;
@@ -79,7 +79,7 @@ struct GemmStep {
     int64_t batch_stride_a = 0, batch_stride_b = 0, batch_stride_c = 0, batch_stride_d = 0;
     float alpha = 1, beta = 0;
     Epilogue epilogue = Epilogue::none;  // bias: [n] broadcast over rows
-    uint8_t algo = 0;  // which of cuBLASLt's heuristic candidates for this GEMM (0: its first; < kGemmAlgos)
+    uint8_t algo = 0;                    // which of cuBLASLt's heuristic candidates for this GEMM (0: its first; < kGemmAlgos)
 };
 
 constexpr uint8_t kGemmAlgos = 4;  // candidates a GemmStep::algo may pick from
@@ -101,7 +101,7 @@ struct AttentionStep {
     int32_t key_valid = -1;  // tensor of [batch, ceil(seq_k/64)] u64 validity words, or -1
     int32_t bias = -1;       // tensor of additive bias (dtype of q), or -1
     int64_t bias_stride_h = 0, bias_stride_s = 0;
-    int32_t kernel = 0;      // 0 block-wise, 1 row-wise, 2 block-wise sm_90 (stof::kernels::AttentionKernel)
+    int32_t kernel = 0;  // 0 block-wise, 1 row-wise, 2 block-wise sm_90 (stof::kernels::AttentionKernel)
 };
 
 // Packs a [batch, seq] padding mask (any integer or bool dtype, nonzero = valid)
@@ -128,8 +128,8 @@ enum class StepKind : uint8_t { launch = 0, gemm = 1, attention = 2, key_valid =
 
 struct Step {
     StepKind kind = StepKind::launch;
-    std::string label;     // for inspect and profiles: what it computes ("fused", "gemm", ...)
-    std::string nodes;     // the IR nodes it implements, comma-separated
+    std::string label;  // for inspect and profiles: what it computes ("fused", "gemm", ...)
+    std::string nodes;  // the IR nodes it implements, comma-separated
     LaunchStep launch;
     GemmStep gemm;
     AttentionStep attention;
@@ -139,7 +139,7 @@ struct Step {
 };
 
 struct MaskEntry {
-    std::string spec;         // the mask spec or a description of its origin
+    std::string spec;  // the mask spec or a description of its origin
     // Run time: filled on the GPU by a mask_convert step every run; `mask` holds only
     // rows, cols, tile_m, tile_n, mask_batch and mask_heads (no arrays).
     bool runtime = false;
@@ -148,7 +148,7 @@ struct MaskEntry {
 };
 
 struct Meta {
-    std::string model;          // source model file name
+    std::string model;  // source model file name
     std::string stofc_version;
     std::string target_arch;    // "sm_90"
     std::string nvrtc_version;  // "13.0"
@@ -159,13 +159,13 @@ struct Meta {
 
 // One fusion segment: which ops run together, with what, and why (stofc inspect).
 struct SegmentInfo {
-    std::string kind;      // "elementwise", "rownorm", "gemm", "attention", ...
-    std::string templ;     // the template or library that runs it ("elementwise", "rownorm", "cublasLt", ...)
-    std::string config;    // its launch parameters ("block=256,grid=8192"; "default")
-    std::string source;    // how they were chosen: "measured", "cache", "model" or "rule"
-    float time_us = -1;    // the time they were chosen by (measured or estimated); -1: none
-    std::string moves;     // the fusion moves that formed it, "; "-separated
-    std::string nodes;     // its IR nodes, comma-separated
+    std::string kind;    // "elementwise", "rownorm", "gemm", "attention", ...
+    std::string templ;   // the template or library that runs it ("elementwise", "rownorm", "cublasLt", ...)
+    std::string config;  // its launch parameters ("block=256,grid=8192"; "default")
+    std::string source;  // how they were chosen: "measured", "cache", "model" or "rule"
+    float time_us = -1;  // the time they were chosen by (measured or estimated); -1: none
+    std::string moves;   // the fusion moves that formed it, "; "-separated
+    std::string nodes;   // its IR nodes, comma-separated
 };
 
 struct Plan {

@@ -58,10 +58,10 @@ struct SparseMask {
 
 // Counts that describe a mask (per all patterns together).
 struct SparseMaskStats {
-    int64_t nnz = 0;                 // kept entries
-    double density = 0;              // nnz / (patterns * rows * cols)
+    int64_t nnz = 0;     // kept entries
+    double density = 0;  // nnz / (patterns * rows * cols)
     int64_t empty_tiles = 0, full_tiles = 0, partial_tiles = 0;
-    double rho = 0;                  // non-empty 16×16 tiles / all 16×16 tiles
+    double rho = 0;  // non-empty 16×16 tiles / all 16×16 tiles
 };
 
 SparseMaskStats mask_stats(const SparseMask& m);

@@ -38,9 +38,9 @@ struct AttnTensor {
 struct AttentionArgs {
     ElemType dtype = ElemType::f16;
     int32_t batch = 0, heads = 0, kv_heads = 0, seq_q = 0, seq_k = 0, head_dim = 0;
-    AttnTensor q, k, v, o;          // q, o: [batch, heads, seq_q, D]; k, v: [batch, kv_heads, seq_k, D]
+    AttnTensor q, k, v, o;  // q, o: [batch, heads, seq_q, D]; k, v: [batch, kv_heads, seq_k, D]
     float scale = 1.0f;
-    SparseMaskView mask;            // rows == seq_q, cols == seq_k
+    SparseMaskView mask;  // rows == seq_q, cols == seq_k
     // Optional per-key validity (padding): [batch, ceil(seq_k / 64)] words; bit j % 64 of
     // word j / 64 set = key j valid. nullptr: every key valid.
     const uint64_t* key_valid = nullptr;

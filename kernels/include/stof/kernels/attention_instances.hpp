@@ -42,8 +42,7 @@ inline std::string attention_head_dims_text() {
 }
 
 // f.template operator()<D>() for head dim d, which must be one of kAttentionHeadDims.
-template <class F>
-decltype(auto) with_attention_head_dim(int d, F&& f) {
+template <class F> decltype(auto) with_attention_head_dim(int d, F&& f) {
     switch (d) {
 #define STOF_HEAD_DIM_CASE(D) \
     case D: return f.template operator()<D>();

@@ -25,8 +25,8 @@ inline constexpr double kAttentionSelectorTau = 0.0;
 struct SelectorDecision {
     bool row_wise = false;  // else block-wise
     double rho = 0, tau = 0;
-    double bound = 0;       // tau / log2(N / 16)^2 (infinity for N <= 16)
-    std::string reason;     // one line: the comparison that decided
+    double bound = 0;    // tau / log2(N / 16)^2 (infinity for N <= 16)
+    std::string reason;  // one line: the comparison that decided
 
     const char* kernel_name() const { return row_wise ? "row-wise" : "block-wise"; }
 };
