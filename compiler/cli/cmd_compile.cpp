@@ -117,7 +117,7 @@ void run_compile(const CompileArgs& a) {
         tune::CacheIdentity id;
         id.nvrtc = codegen::nvrtc_version();
         id.stofc = kVersion;
-        id.templates = tune::templates_hash();
+        id.templates = fmt::format("{:016x}", codegen::templates_hash());
         const tune::TuneCache cache = tune::TuneCache::for_arch(
             a.cache_dir.empty() ? codegen::default_cache_dir() : a.cache_dir, id, arch);
         std::map<std::string, fusion::MeasuredTime> measured;

@@ -26,9 +26,7 @@ namespace fs = std::filesystem;
         STOF_CHECK(stof_nvrtc_result == NVRTC_SUCCESS, "NVRTC: {} failed: {}", #call, nvrtcGetErrorString(stof_nvrtc_result)); \
     } while (0)
 
-namespace {
-
-uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
+uint64_t fnv1a(const std::string& s, uint64_t h) {
     for (unsigned char c : s) {
         h ^= c;
         h *= 1099511628211ull;
@@ -38,12 +36,14 @@ uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
 
 uint64_t templates_hash() {
     static const uint64_t h = [] {
-        uint64_t x = 1469598103934665603ull;
+        uint64_t x = kFnvBasis;
         for (const TemplateFile& t : template_files()) x = fnv1a(std::string(t.name) + t.source, x);
         return x;
     }();
     return h;
 }
+
+namespace {
 
 // The file's bytes, or "" when it is missing or not a regular file.
 std::string read_file(const fs::path& p) {

@@ -19,6 +19,12 @@ struct CompiledKernel {
 };
 
 std::string nvrtc_version();  // "13.0"
+
+// 64-bit FNV-1a of s, continuing from h: cache keys and file checksums.
+constexpr uint64_t kFnvBasis = 1469598103934665603ull;
+uint64_t fnv1a(const std::string& s, uint64_t h = kFnvBasis);
+// FNV-1a over every embedded template's name and source: their version.
+uint64_t templates_hash();
 // Checks that NVRTC can target `arch` ("sm_90"); a stof::Error lists the supported ones otherwise.
 void check_arch(const std::string& arch);
 // Default cache directory: $STOF_CACHE_DIR, else $XDG_CACHE_HOME/stofc, else ~/.cache/stofc.

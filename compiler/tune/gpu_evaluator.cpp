@@ -31,11 +31,6 @@ private:
     std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
 
-uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
-    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-    return h;
-}
-
 // Runs f(i) for i in [0, n) on the hardware's threads.
 template <class F> void parallel_for(size_t n, F f) {
     std::atomic<size_t> next{0};
@@ -55,9 +50,15 @@ GpuEvaluator::GpuEvaluator(GpuEvaluatorOptions opt) : opt_(std::move(opt)), meas
     opt_.lower.quiet = true;
     opt_.lower.jobs = 1;
     const Measurer::Device& d = measurer_.device();
-    identity_ = {
-        d.name,   d.sm_count,      d.cc_major, d.cc_minor, d.driver_version, codegen::nvrtc_version(), d.cublaslt_version,
-        kVersion, templates_hash()};
+    identity_ = {d.name,
+                 d.sm_count,
+                 d.cc_major,
+                 d.cc_minor,
+                 d.driver_version,
+                 codegen::nvrtc_version(),
+                 d.cublaslt_version,
+                 kVersion,
+                 fmt::format("{:016x}", codegen::templates_hash())};
     cache_ = std::make_unique<TuneCache>(opt_.cache_dir, identity_);
 }
 
@@ -199,8 +200,8 @@ fusion::Timing GpuEvaluator::segment(const ir::Graph& g, const fusion::FusionPla
 }
 
 fusion::Timing GpuEvaluator::plan(const ir::Graph& g, const fusion::FusionPlan& p) {
-    uint64_t h = fnv1a(g.name);
-    for (const fusion::Segment& s : p.segments) h = fnv1a(key_of(g, s), fnv1a(std::to_string(s.position), h));
+    uint64_t h = codegen::fnv1a(g.name);
+    for (const fusion::Segment& s : p.segments) h = codegen::fnv1a(key_of(g, s), codegen::fnv1a(std::to_string(s.position), h));
     const std::string key = fmt::format("plan|{}|{:016x}", precision_name(opt_.lower.precision), h);
     if (const std::optional<CacheRecord> r = cache_->find(key)) return {r->us, r->spread};
     Measurement m;

@@ -1,6 +1,6 @@
 #include "tune/tune_cache.hpp"
 
-#include "codegen/templates.hpp"
+#include "codegen/nvrtc.hpp"
 #include "stof/error.hpp"
 
 #include <fmt/format.h>
@@ -21,10 +21,7 @@ using nlohmann::json;
 
 namespace {
 
-uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
-    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-    return h;
-}
+using codegen::fnv1a;
 
 json to_json(const CacheIdentity& id) {
     return {{"gpu", id.gpu},       {"sm_count", id.sm_count},  {"cc", {id.cc_major, id.cc_minor}},
@@ -59,12 +56,6 @@ std::string CacheIdentity::arch() const { return fmt::format("sm_{}{}", cc_major
 bool CacheIdentity::operator==(const CacheIdentity& o) const { return to_json(*this) == to_json(o); }
 
 std::string identity_hash(const CacheIdentity& id) { return fmt::format("{:016x}", fnv1a(to_json(id).dump())); }
-
-std::string templates_hash() {
-    uint64_t h = 1469598103934665603ull;
-    for (const codegen::TemplateFile& f : codegen::template_files()) h = fnv1a(f.source, fnv1a(f.name, h));
-    return fmt::format("{:016x}", h);
-}
 
 TuneCache::TuneCache(std::string dir, CacheIdentity id) : id_(std::move(id)) {
     if (dir.empty()) return;

@@ -25,7 +25,7 @@ struct CacheIdentity {
     std::string nvrtc;
     size_t cublaslt = 0;
     std::string stofc;         // stofc's version
-    std::string templates;     // hash of the kernel templates' sources
+    std::string templates;     // codegen::templates_hash(), 16 hex digits
     std::string arch() const;  // "sm_90"
     bool operator==(const CacheIdentity& o) const;
 };
@@ -62,7 +62,5 @@ private:
 
 // The identity's hash, 16 hex digits.
 std::string identity_hash(const CacheIdentity& id);
-// The templates' hash, 16 hex digits.
-std::string templates_hash();
 
 }  // namespace stof::tune

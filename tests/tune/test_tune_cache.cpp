@@ -1,6 +1,7 @@
 // The tuning cache: round trip, a version change invalidates, a damaged or foreign
 // file is ignored (and replaced), offline lookups by architecture; its times in the
 // offline cost model.
+#include "codegen/nvrtc.hpp"
 #include "fusion/cost_model.hpp"
 #include "onnx/import.hpp"
 #include "onnx_builder.hpp"
@@ -20,7 +21,8 @@ namespace fs = std::filesystem;
 namespace {
 
 tune::CacheIdentity h100() {
-    return {"NVIDIA H100 80GB HBM3", 132, 9, 0, 13000, "13.0", 130100, "0.9.0", tune::templates_hash()};
+    return {
+        "NVIDIA H100 80GB HBM3", 132, 9, 0, 13000, "13.0", 130100, "0.9.0", fmt::format("{:016x}", codegen::templates_hash())};
 }
 
 fs::path fresh_dir(const std::string& name) {
