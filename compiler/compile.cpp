@@ -77,6 +77,11 @@ plan::Plan compile_model(ir::Graph& g, CompileOptions opt) {
         std::count_if(found.moves.begin(), found.moves.end(), [](const fusion::MoveRecord& m) { return m.taken; }),
         found.moves.size(), found.kernels.size(), found.evaluations, ev.source(), found.initial_us, found.stage1_us,
         found.final_us, found.kept ? "" : " (slower: the initial scheme is kept)");
+    if (found.budget_spent)
+        spdlog::warn(
+            "fusion search: the time budget ({:.0f} s, --tune-budget) ran out before the search was done; "
+            "the plan uses the best found by then",
+            opt.search.budget_s);
     if (opt.pipeline.dump_after == "all" || opt.pipeline.dump_after == kPartitionStage)
         std::fprintf(stdout, "%s\n", fusion::to_text(g, fp).c_str());
     plan::Plan p = [&] {

@@ -89,6 +89,7 @@ public:
             r.final_us = r.initial_us;
         }
         r.evaluations = evaluations_;
+        r.budget_spent = budget_spent_;
         r.times = times_;
         return r;
     }
@@ -102,7 +103,10 @@ private:
         opt_.on_progress(
             {stage, index, count, evaluations_, gain_us, std::chrono::duration<double>(Clock::now() - start_).count()});
     }
-    bool out_of_time() const { return std::chrono::duration<double>(Clock::now() - start_).count() > opt_.budget_s; }
+    bool out_of_time() const {
+        budget_spent_ = budget_spent_ || std::chrono::duration<double>(Clock::now() - start_).count() > opt_.budget_s;
+        return budget_spent_;
+    }
 
     // The time of segment s with its config, once per signature and config.
     Timing time_of(const FusionPlan& p, const Segment& s) {
@@ -335,7 +339,8 @@ private:
     std::mt19937 rng_;
     std::map<std::string, Timing> times_;
     int evaluations_ = 0;
-    double gain1_ = 0;  // stage 1's taken moves
+    double gain1_ = 0;
+    mutable bool budget_spent_ = false;  // the search stopped early at opt_.budget_s  // stage 1's taken moves
     const Clock::time_point start_ = Clock::now();
 };
 

@@ -96,6 +96,7 @@ struct SearchResult {
     double initial_us = 0, stage1_us = 0, final_us = 0;  // whole plan, per the evaluator
     bool kept = true;                                    // false: the final check kept the initial scheme
     int evaluations = 0;
+    bool budget_spent = false;            // stopped at SearchOptions::budget_s before the search was done
     std::map<std::string, Timing> times;  // segment_signature + "#" + config → its time, for every segment timed
 };
 

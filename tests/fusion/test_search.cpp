@@ -219,3 +219,15 @@ TEST_CASE("search: with the offline cost model every zoo model reaches the fused
         CHECK(r.kept);
     }
 }
+
+TEST_CASE("search: a spent budget stops the search and says so in the result", "[cpu][fusion]") {
+    std::mt19937_64 rng = test::make_rng();
+    const ir::Graph g = pipelined(gemm_residual_norm(rng, true));
+    fusion::CostModel model(Precision::fp16);
+    fusion::SearchOptions opt;
+    CHECK_FALSE(fusion::search(g, model, opt).budget_spent);
+    opt.budget_s = 0;
+    const fusion::SearchResult r = fusion::search(g, model, opt);
+    CHECK(r.budget_spent);
+    CHECK(r.moves.empty());
+}
