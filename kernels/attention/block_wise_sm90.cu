@@ -54,7 +54,11 @@ cudaError_t launch(const AttnParams& p, const CUtensorMap& tq, const CUtensorMap
         if (e != cudaSuccess) return e;
         if (dev >= 0 && dev < 64) configured[dev] = true;
     }
-    const dim3 grid((p.seq_q + Tr::BM - 1) / Tr::BM * p.heads * p.batch);
+    int sms = 0;
+    e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) return e;
+    const int64_t items = static_cast<int64_t>((p.seq_q + Tr::BM - 1) / Tr::BM) * p.heads * p.batch;
+    const dim3 grid(static_cast<unsigned>(items < sms ? items : sms));
     kernel<<<grid, Tr::THREADS, Tr::SMEM_BYTES, stream>>>(p, tq, tk, tv, to);
     return cudaGetLastError();
 }

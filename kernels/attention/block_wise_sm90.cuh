@@ -1,26 +1,30 @@
 // Block-wise sparse attention for Hopper (sm_90a): TMA, wgmma, warp specialisation.
 //
-// One CTA of three warpgroups per (128 query rows, head, batch):
-//   warpgroup 0, one thread: the producer. It walks the listed 64-column key tiles of the
-//     CTA's rows (the union of the two 64-row mask tile rows' lists, ascending; one list
-//     for a tile_m = 128 mask) and, per tile, writes the tile's TileInfo to the stage and
-//     issues bulk tensor copies of K and V into a STAGES-deep shared-memory ring
-//     (one mbarrier each for K and V, one for the stage being free again).
+// Work items are (128 query rows, head, batch), heaviest query blocks first as far as the
+// first mask pattern's first and last tile rows tell (see `late_first`); a persistent
+// grid of at most one CTA per multiprocessor takes items c, c + gridDim.x, ... A CTA has
+// three warpgroups:
+//   warpgroup 0, one thread: the producer. Per item it loads the Q tile into one of two
+//     buffers (once the O of item n - 2 has left it), walks the listed 64-column key tiles
+//     of the item's rows (the union of the two 64-row mask tile rows' lists, ascending;
+//     one list for a tile_m = 128 mask) and, per tile, writes the tile's TileInfo to the
+//     stage and issues bulk tensor copies of K and V into a STAGES-deep shared-memory ring
+//     (one mbarrier each for K and V, one for the stage being free again), then an
+//     end-of-item entry. The ring runs on across items, so the next item's tiles load
+//     while the consumers finish the current one.
 //   warpgroups 1 and 2: the consumers; consumer w owns query rows 64w..64w+63 (its mask
-//     tile row) with its Q tile in shared memory. Per stage: S = Q K^T (wgmma, A and B from
-//     shared memory), scale, bias, mask (only when the tile is partial or holds invalid
+//     tile row), its Q rows in registers. Per tile: S = Q K^T (wgmma, Q from registers, K
+//     from shared memory), scale, bias, mask (only when the tile is partial or holds invalid
 //     keys; full tiles run no mask code), online softmax in the log2 domain, then
 //     O += P V (wgmma, P from registers, V from shared memory); a tile its own row does not
 //     list is released untouched. The MMAs are pipelined within a consumer: QK^T of its
 //     next tile is issued before PV of the current one, and its softmax runs while PV does.
-//     O / l goes back through the Q tile and a tensor store.
-// The grid is linear, later query blocks of every (head, batch) first (heaviest causal rows
-// start first).
+//     O / l goes back through the item's Q tile and a tensor store.
 // Registers move from the producer warpgroup (40) to the consumers (232) by setmaxnreg.
 //
-// Shared memory (1024-byte aligned): Q [2][TILE] | K [STAGES][TILE] | V [STAGES][TILE] |
-// mbarriers | TileInfo [STAGES]. A TILE is 64 rows x D, stored as D / 64 boxes of
-// 64 rows x 128 bytes in the 128-byte swizzle (chunk c of row r at c ^ (r % 8)).
+// Shared memory (1024-byte aligned): Q [2 buffers][2 consumers][TILE] | K [STAGES][TILE] |
+// V [STAGES][TILE] | mbarriers | TileInfo [STAGES]. A TILE is 64 rows x D, stored as
+// D / 64 boxes of 64 rows x 128 bytes in the 128-byte swizzle (chunk c of row r at c ^ (r % 8)).
 #pragma once
 
 #include "mma.cuh"
@@ -43,11 +47,12 @@ template <int D> struct Sm90Traits {
     static constexpr int BOXES = D / 64;        // 128-byte swizzle boxes per tile row
     static constexpr int BOX_BYTES = 64 * 128;  // 64 rows x 64 elements
     static constexpr int TILE_BYTES = BOXES * BOX_BYTES;
-    static constexpr int Q_OFFSET = 0;
-    static constexpr int K_OFFSET = 2 * TILE_BYTES;
+    static constexpr int Q_OFFSET = 0;  // [buffer][consumer] Q tiles, double buffered
+    static constexpr int K_OFFSET = 4 * TILE_BYTES;
     static constexpr int V_OFFSET = K_OFFSET + STAGES * TILE_BYTES;
-    static constexpr int BAR_OFFSET = V_OFFSET + STAGES * TILE_BYTES;  // q_full, full_k[S], full_v[S], empty[S]
-    static constexpr int INFO_OFFSET = BAR_OFFSET + 8 * (1 + 3 * STAGES);
+    // mbarriers: q_full[2], q_empty[2], full_k[STAGES], full_v[STAGES], empty[STAGES]
+    static constexpr int BAR_OFFSET = V_OFFSET + STAGES * TILE_BYTES;
+    static constexpr int INFO_OFFSET = BAR_OFFSET + 8 * (4 + 3 * STAGES);
     static constexpr int SMEM_BYTES = INFO_OFFSET + 32 * STAGES + 1024;  // + alignment slack
     static constexpr int CONSUMER_THREADS = 256;
     static_assert(SMEM_BYTES <= 227 * 1024, "block-wise sm90 attention: shared memory");
@@ -71,23 +76,38 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
     extern __shared__ unsigned char smem_raw[];
     unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
     const uint32_t sbase = smem_addr(smem);
-    const uint32_t q_full = sbase + Tr::BAR_OFFSET;
-    auto full_k = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (1 + s); };
-    auto full_v = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (1 + STAGES + s); };
-    auto empty = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (1 + 2 * STAGES + s); };
+    auto q_full = [&](int qb) { return sbase + Tr::BAR_OFFSET + 8 * qb; };
+    auto q_empty = [&](int qb) { return sbase + Tr::BAR_OFFSET + 8 * (2 + qb); };
+    auto full_k = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (4 + s); };
+    auto full_v = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (4 + STAGES + s); };
+    auto empty = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (4 + 2 * STAGES + s); };
     TileInfo* info = reinterpret_cast<TileInfo*>(smem + Tr::INFO_OFFSET);
 
     const int tid = threadIdx.x, wg = tid >> 7;
-    // One linear grid, later query blocks of every (head, batch) first: the heaviest
-    // causal rows start before the light ones of any head.
-    const int hb = static_cast<int>(blockIdx.x) % (p.heads * p.batch);
-    const int qblk = (p.seq_q + Tr::BM - 1) / Tr::BM - 1 - static_cast<int>(blockIdx.x) / (p.heads * p.batch);
-    const int h = hb % p.heads, b = hb / p.heads;
-    const int q0 = qblk * Tr::BM;
+    // Work items: (128-row query block, head, batch), the query blocks of every (head,
+    // batch) in heaviest-first order as far as the ends of the first mask pattern tell:
+    // later blocks first when its last tile row lists at least as many tiles as its first
+    // (causal), earlier first otherwise (global rows at the top: longformer, bigbird).
+    // CTA c takes items c, c + gridDim.x, ...
+    const int hbs = p.heads * p.batch;
+    const int qblocks = (p.seq_q + Tr::BM - 1) / Tr::BM;
+    const int items = qblocks * hbs;
+    const bool late_first = __ldg(p.row_ptr + p.tile_rows) - __ldg(p.row_ptr + p.tile_rows - 1) >=
+                            __ldg(p.row_ptr + 1) - __ldg(p.row_ptr);
+    int h = 0, b = 0, q0 = 0;
+    auto decode = [&](int item) {
+        const int hb = item % hbs;
+        h = hb % p.heads;
+        b = hb / p.heads;
+        q0 = (late_first ? qblocks - 1 - item / hbs : item / hbs) * Tr::BM;
+    };
     const bool shared_list = p.tile_m == 128;  // one 128-row mask tile row for both consumers
 
     if (tid == 0) {
-        sm90::mbar_init(q_full, 1);
+        for (int qb = 0; qb < 2; ++qb) {
+            sm90::mbar_init(q_full(qb), 1);
+            sm90::mbar_init(q_empty(qb), 2);
+        }
         for (int s = 0; s < STAGES; ++s) {
             sm90::mbar_init(full_k(s), 1);
             sm90::mbar_init(full_v(s), 1);
@@ -103,54 +123,64 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
         sm90::prefetch_tmap(&tq);
         sm90::prefetch_tmap(&tk);
         sm90::prefetch_tmap(&tv);
-        const int hk = h / p.group;
-        sm90::mbar_arrive_expect_tx(q_full, 2 * TILE);
-        for (int w = 0; w < 2; ++w)
-            for (int x = 0; x < Tr::BOXES; ++x)
-                sm90::tma_load_4d(sbase + Tr::Q_OFFSET + w * TILE + x * BOX, &tq, q_full, 64 * x, q0 + 64 * w, h, b);
-
-        const int pat = (p.mask_batch == 1 ? 0 : b) * p.mask_heads + (p.mask_heads == 1 ? 0 : h);
-        const int32_t* rp = p.row_ptr + pat * (p.tile_rows + 1);
-        const int tr0 = q0 / p.tile_m;
-        TileList la, lb;
-        la.init(p, __ldg(rp + tr0), __ldg(rp + tr0 + 1));
-        if (!shared_list && tr0 + 1 < p.tile_rows) lb.init(p, __ldg(rp + tr0 + 1), __ldg(rp + tr0 + 2));
-        else lb.init(p, 0, 0);
-        const unsigned long long* kv_row = p.key_valid ? reinterpret_cast<const unsigned long long*>(p.key_valid) +
-                                                             static_cast<int64_t>(b) * p.kv_words
-                                                       : nullptr;
-
         int s = 0;
         uint32_t phase = 0;
-        for (;;) {
-            TileInfo t;
-            t.col = min(la.col, lb.col);
-            t.bm0 = la.col == t.col ? la.bm : -2;
-            t.bm1 = shared_list ? t.bm0 : lb.col == t.col ? lb.bm : -2;
-            t.pad = 0;
-            t.cols = ~0ull;
-            if (t.col != INT_MAX) {
-                if (t.bm0 != -2) la.advance(p);
-                if (!shared_list && t.bm1 != -2) lb.advance(p);
-                if (kv_row) t.cols = __ldg(kv_row + t.col);
-                const int rem = p.seq_k - t.col * Tr::BN;
-                if (rem < Tr::BN) t.cols &= (1ull << rem) - 1;
-            }
-            sm90::mbar_wait(empty(s), phase ^ 1);
-            info[s] = t;
-            if (t.col == INT_MAX) {
-                sm90::mbar_arrive(full_k(s));
-                break;
-            }
-            sm90::mbar_arrive_expect_tx(full_k(s), TILE);
-            for (int x = 0; x < Tr::BOXES; ++x)
-                sm90::tma_load_4d(sbase + Tr::K_OFFSET + s * TILE + x * BOX, &tk, full_k(s), 64 * x, t.col * Tr::BN, hk, b);
-            sm90::mbar_arrive_expect_tx(full_v(s), TILE);
-            for (int x = 0; x < Tr::BOXES; ++x)
-                sm90::tma_load_4d(sbase + Tr::V_OFFSET + s * TILE + x * BOX, &tv, full_v(s), 64 * x, t.col * Tr::BN, hk, b);
-            if (++s == STAGES) {
-                s = 0;
-                phase ^= 1;
+        for (int item = blockIdx.x, n = 0; item < items; item += gridDim.x, ++n) {
+            decode(item);
+            const int hk = h / p.group, qb = n & 1;
+            sm90::mbar_wait(q_empty(qb), ((n >> 1) & 1) ^ 1);  // the O of item n - 2 is stored
+            sm90::mbar_arrive_expect_tx(q_full(qb), 2 * TILE);
+            for (int w = 0; w < 2; ++w)
+                for (int x = 0; x < Tr::BOXES; ++x)
+                    sm90::tma_load_4d(sbase + Tr::Q_OFFSET + (2 * qb + w) * TILE + x * BOX, &tq, q_full(qb), 64 * x,
+                                      q0 + 64 * w, h, b);
+
+            const int pat = (p.mask_batch == 1 ? 0 : b) * p.mask_heads + (p.mask_heads == 1 ? 0 : h);
+            const int32_t* rp = p.row_ptr + pat * (p.tile_rows + 1);
+            const int tr0 = q0 / p.tile_m;
+            TileList la, lb;
+            la.init(p, __ldg(rp + tr0), __ldg(rp + tr0 + 1));
+            if (!shared_list && tr0 + 1 < p.tile_rows) lb.init(p, __ldg(rp + tr0 + 1), __ldg(rp + tr0 + 2));
+            else lb.init(p, 0, 0);
+            const unsigned long long* kv_row = p.key_valid ? reinterpret_cast<const unsigned long long*>(p.key_valid) +
+                                                                 static_cast<int64_t>(b) * p.kv_words
+                                                           : nullptr;
+
+            for (;;) {
+                TileInfo t;
+                t.col = min(la.col, lb.col);
+                t.bm0 = la.col == t.col ? la.bm : -2;
+                t.bm1 = shared_list ? t.bm0 : lb.col == t.col ? lb.bm : -2;
+                t.pad = 0;
+                t.cols = ~0ull;
+                if (t.col != INT_MAX) {
+                    if (t.bm0 != -2) la.advance(p);
+                    if (!shared_list && t.bm1 != -2) lb.advance(p);
+                    if (kv_row) t.cols = __ldg(kv_row + t.col);
+                    const int rem = p.seq_k - t.col * Tr::BN;
+                    if (rem < Tr::BN) t.cols &= (1ull << rem) - 1;
+                }
+                sm90::mbar_wait(empty(s), phase ^ 1);
+                info[s] = t;
+                if (t.col == INT_MAX) {
+                    // full_v completes a phase too: both barriers of a stage stay in the ring's phase.
+                    sm90::mbar_arrive(full_k(s));
+                    sm90::mbar_arrive(full_v(s));
+                } else {
+                    sm90::mbar_arrive_expect_tx(full_k(s), TILE);
+                    for (int x = 0; x < Tr::BOXES; ++x)
+                        sm90::tma_load_4d(sbase + Tr::K_OFFSET + s * TILE + x * BOX, &tk, full_k(s), 64 * x, t.col * Tr::BN, hk,
+                                          b);
+                    sm90::mbar_arrive_expect_tx(full_v(s), TILE);
+                    for (int x = 0; x < Tr::BOXES; ++x)
+                        sm90::tma_load_4d(sbase + Tr::V_OFFSET + s * TILE + x * BOX, &tv, full_v(s), 64 * x, t.col * Tr::BN, hk,
+                                          b);
+                }
+                if (++s == STAGES) {
+                    s = 0;
+                    phase ^= 1;
+                }
+                if (t.col == INT_MAX) break;
             }
         }
         return;
@@ -160,30 +190,30 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
     sm90::setmaxnreg_inc<232>();
     const int w = wg - 1, ct = tid - 128 * wg;
     const int wq = ct >> 5, lane = ct & 31, g = lane >> 2, t4 = lane & 3;
-    const int row0 = q0 + 64 * w + 16 * wq + g;  // global query rows of this lane: row0, row0 + 8
-    const uint32_t qs = sbase + Tr::Q_OFFSET + w * TILE;
-    const T* bias_h = p.bias ? static_cast<const T*>(p.bias) + h * p.bias_sh : nullptr;
-
+    // Per work item: global query rows of this lane (row0, row0 + 8), this consumer's Q tile, bias.
+    int row0 = 0;
+    uint32_t qs = 0;
+    const T* bias_h = nullptr;
     float o[D / 2];
-#pragma unroll
-    for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
     float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};
+    uint32_t qf[D / 16][4];  // this warp's Q rows as wgmma A fragments, k-step kk: columns 16kk..16kk+15
 
     // Waits for the stages in order from (s, phase), releasing tiles this consumer's row does
-    // not list: 1 at a listed tile, 0 at the end of the list (that stage is not released),
-    // -1 after max_ahead unlisted tiles (s, phase then name the next stage to look at).
+    // not list: 1 at a listed tile (s, phase name it; not released), 0 at the end of the
+    // item's list (released, s, phase past it), -1 after max_ahead unlisted tiles (s, phase
+    // name the next stage to look at).
     auto next_listed = [&](int& s, uint32_t& phase, TileInfo& t, int& bm, int max_ahead) {
         for (int k = 0; k < max_ahead; ++k) {
             sm90::mbar_wait(full_k(s), phase);
             t = info[s];
-            if (t.col == INT_MAX) return 0;
             bm = w == 0 ? t.bm0 : t.bm1;
-            if (bm != -2) return 1;
+            if (t.col != INT_MAX && bm != -2) return 1;
             sm90::mbar_arrive(empty(s));
             if (++s == STAGES) {
                 s = 0;
                 phase ^= 1;
             }
+            if (t.col == INT_MAX) return 0;
         }
         return -1;
     };
@@ -196,7 +226,7 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
             const uint32_t off = (kk >> 2) * BOX + (kk & 3) * 32;
-            sm90::wgmma_ss_n64<T>(sc, sm90::desc_sw128(qs + off, 16, 1024), sm90::desc_sw128(ks + off, 16, 1024), kk > 0);
+            sm90::Wgmma<T>::template rs_n64<0>(sc, qf[kk], sm90::desc_sw128(ks + off, 16, 1024), kk > 0);
         }
         sm90::wgmma_commit();
         sm90::fence_regs(sc);
@@ -289,119 +319,149 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
         }
     };
 
-    sm90::mbar_wait(q_full, 0);
-    int s = 0;
+    // O += P V of the tile in stage s: 16 V rows of 128 bytes per k-step (committed, not waited for).
+    auto issue_pv = [&](const uint32_t(&pa)[4][4], int s, uint32_t phase) {
+        const uint32_t vs = sbase + Tr::V_OFFSET + s * TILE;
+        sm90::mbar_wait(full_v(s), phase);
+        sm90::fence_regs(o);
+        sm90::wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+            const uint64_t dv = sm90::desc_sw128(vs + kk * 16 * 128, BOX, 1024);
+            if constexpr (D == 128) sm90::Wgmma<T>::template rs_n128<1>(o, pa[kk], dv, 1);
+            else sm90::Wgmma<T>::template rs_n64<1>(o, pa[kk], dv, 1);
+        }
+        sm90::wgmma_commit();
+        sm90::fence_regs(o);
+    };
+    auto rescale_o = [&](const float(&alpha)[2]) {
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n) {
+            o[4 * n + 0] *= alpha[0];
+            o[4 * n + 1] *= alpha[0];
+            o[4 * n + 2] *= alpha[1];
+            o[4 * n + 3] *= alpha[1];
+        }
+    };
+
+    int s = 0;  // the ring's next stage (and its phase), continued across work items
     uint32_t phase = 0;
-    TileInfo t;
-    int bm = -2;
-    if (next_listed(s, phase, t, bm, INT_MAX) == 1) {
-        // Pipelined: while PV of tile j runs, QK^T of tile j + 1 is issued first and its
-        // softmax computed; O is rescaled once PV of tile j is done.
-        float sc[32];
-        uint32_t pa[4][4];
-        float alpha[2];
-        uint32_t keep0, keep1;
-        issue_qk(sc, s);
-        load_keep(t, bm, keep0, keep1);
-        sm90::wgmma_wait<0>();
-        sm90::fence_regs(sc);
-        softmax(sc, t, bm, keep0, keep1, alpha);
-        pack_p(sc, pa);
-        // O += P V of the tile in stage s: 16 V rows of 128 bytes per k-step (committed, not waited for).
-        auto issue_pv = [&](int s, uint32_t phase) {
-            const uint32_t vs = sbase + Tr::V_OFFSET + s * TILE;
-            sm90::mbar_wait(full_v(s), phase);
-            sm90::fence_regs(o);
-            sm90::wgmma_fence();
+    for (int item = blockIdx.x, n = 0; item < items; item += gridDim.x, ++n) {
+        decode(item);
+        const int qb = n & 1;
+        row0 = q0 + 64 * w + 16 * wq + g;
+        qs = sbase + Tr::Q_OFFSET + (2 * qb + w) * TILE;
+        bias_h = p.bias ? static_cast<const T*>(p.bias) + h * p.bias_sh : nullptr;
 #pragma unroll
-            for (int kk = 0; kk < 4; ++kk) {
-                const uint64_t dv = sm90::desc_sw128(vs + kk * 16 * 128, BOX, 1024);
-                if constexpr (D == 128) sm90::wgmma_rs_n128<T>(o, pa[kk], dv);
-                else sm90::wgmma_rs_n64<T>(o, pa[kk], dv);
-            }
-            sm90::wgmma_commit();
-            sm90::fence_regs(o);
-        };
-        auto rescale_o = [&]() {
+        for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+        m_r[0] = m_r[1] = -INFINITY;
+        l_r[0] = l_r[1] = 0.f;
+
+        // Q fragments, read once from the swizzled Q tile: S = Q K^T then streams only K
+        // from shared memory.
+        sm90::mbar_wait(q_full(qb), (n >> 1) & 1);
+        {
+            const int r = 16 * wq + (lane & 15);
 #pragma unroll
-            for (int n = 0; n < D / 8; ++n) {
-                o[4 * n + 0] *= alpha[0];
-                o[4 * n + 1] *= alpha[0];
-                o[4 * n + 2] *= alpha[1];
-                o[4 * n + 3] *= alpha[1];
+            for (int kk = 0; kk < D / 16; ++kk) {
+                const int c = 2 * (kk & 3) + (lane >> 4);
+                ldmatrix_x4(qf[kk], qs + (kk >> 2) * BOX + r * 128 + ((c ^ (r & 7)) << 4));
             }
-        };
-        bool pending = true;  // PV of the tile in stage s is still to be done
-        for (;;) {
-            int s2 = s == STAGES - 1 ? 0 : s + 1;
-            uint32_t phase2 = s2 == 0 ? phase ^ 1 : phase;
-            TileInfo t2;
-            int bm2 = -2;
-            // While stage s is held, only STAGES - 1 stages ahead can fill.
-            const int found = next_listed(s2, phase2, t2, bm2, STAGES - 1);
-            if (found == 0) break;
-            if (found < 0) {
-                // This row's next tile is further ahead than the ring reaches: finish tile j first.
-                issue_pv(s, phase);
-                sm90::wgmma_wait<0>();
-                sm90::fence_regs(o);
-                sm90::mbar_arrive(empty(s));
-                if (next_listed(s2, phase2, t2, bm2, INT_MAX) == 0) {
-                    pending = false;
-                    break;
-                }
-                issue_qk(sc, s2);
-                load_keep(t2, bm2, keep0, keep1);
-                sm90::wgmma_wait<0>();
-                sm90::fence_regs(sc);
-                softmax(sc, t2, bm2, keep0, keep1, alpha);
-            } else {
-                issue_qk(sc, s2);
-                load_keep(t2, bm2, keep0, keep1);
-                issue_pv(s, phase);
-                sm90::wgmma_wait<1>();
-                sm90::fence_regs(sc);
-                softmax(sc, t2, bm2, keep0, keep1, alpha);
-                sm90::wgmma_wait<0>();
-                sm90::fence_regs(o);
-                sm90::mbar_arrive(empty(s));
-            }
-            rescale_o();
+        }
+
+        TileInfo t;
+        int bm = -2;
+        if (next_listed(s, phase, t, bm, INT_MAX) == 1) {
+            // Pipelined: while PV of tile j runs, QK^T of tile j + 1 is issued first and its
+            // softmax computed; O is rescaled once PV of tile j is done.
+            float sc[32];
+            uint32_t pa[4][4];
+            float alpha[2];
+            uint32_t keep0, keep1;
+            issue_qk(sc, s);
+            load_keep(t, bm, keep0, keep1);
+            sm90::wgmma_wait<0>();
+            sm90::fence_regs(sc);
+            softmax(sc, t, bm, keep0, keep1, alpha);
             pack_p(sc, pa);
-            s = s2;
+            int s2;
+            uint32_t phase2;
+            bool pending = true;  // PV of the tile in stage s is still to be done
+            for (;;) {
+                s2 = s == STAGES - 1 ? 0 : s + 1;
+                phase2 = s2 == 0 ? phase ^ 1 : phase;
+                TileInfo t2;
+                int bm2 = -2;
+                // While stage s is held, only STAGES - 1 stages ahead can fill.
+                const int found = next_listed(s2, phase2, t2, bm2, STAGES - 1);
+                if (found == 0) break;
+                if (found < 0) {
+                    // This row's next tile is further ahead than the ring reaches: finish tile j first.
+                    issue_pv(pa, s, phase);
+                    sm90::wgmma_wait<0>();
+                    sm90::fence_regs(o);
+                    sm90::mbar_arrive(empty(s));
+                    if (next_listed(s2, phase2, t2, bm2, INT_MAX) == 0) {
+                        pending = false;
+                        break;
+                    }
+                    issue_qk(sc, s2);
+                    load_keep(t2, bm2, keep0, keep1);
+                    sm90::wgmma_wait<0>();
+                    sm90::fence_regs(sc);
+                    softmax(sc, t2, bm2, keep0, keep1, alpha);
+                } else {
+                    issue_qk(sc, s2);
+                    load_keep(t2, bm2, keep0, keep1);
+                    issue_pv(pa, s, phase);
+                    sm90::wgmma_wait<1>();
+                    sm90::fence_regs(sc);
+                    softmax(sc, t2, bm2, keep0, keep1, alpha);
+                    sm90::wgmma_wait<0>();
+                    sm90::fence_regs(o);
+                    sm90::mbar_arrive(empty(s));
+                }
+                rescale_o(alpha);
+                pack_p(sc, pa);
+                s = s2;
+                phase = phase2;
+            }
+            if (pending) {
+                issue_pv(pa, s, phase);
+                sm90::wgmma_wait<0>();
+                sm90::fence_regs(o);
+                sm90::mbar_arrive(empty(s));
+            }
+            s = s2;  // past the item's end
             phase = phase2;
         }
-        if (pending) {
-            issue_pv(s, phase);
-            sm90::wgmma_wait<0>();
-            sm90::fence_regs(o);
-            sm90::mbar_arrive(empty(s));
-        }
-    }
 
-    // O / l (zero for a row with nothing kept) -> this consumer's Q tile (same swizzled
-    // layout) -> tensor store (rows past seq_q are not written).
-    float inv[2];
+        // O / l (zero for a row with nothing kept) -> this consumer's Q tile (same swizzled
+        // layout) -> tensor store (rows past seq_q are not written); the producer may then
+        // load the Q tile of work item n + 2 into it.
+        float inv[2];
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        l_r[r] += __shfl_xor_sync(0xffffffffu, l_r[r], 1);
-        l_r[r] += __shfl_xor_sync(0xffffffffu, l_r[r], 2);
-        inv[r] = l_r[r] > 0.f ? 1.f / l_r[r] : 0.f;
-    }
-    sm90::named_barrier(1 + w, 128);  // every warp of this consumer is done with its Q tile
-    const int r = 16 * wq + g;        // rows r and r + 8 share one swizzle
-    unsigned char* qtile = smem + Tr::Q_OFFSET + w * TILE;
+        for (int r = 0; r < 2; ++r) {
+            l_r[r] += __shfl_xor_sync(0xffffffffu, l_r[r], 1);
+            l_r[r] += __shfl_xor_sync(0xffffffffu, l_r[r], 2);
+            inv[r] = l_r[r] > 0.f ? 1.f / l_r[r] : 0.f;
+        }
+        sm90::named_barrier(1 + w, 128);  // every warp of this consumer is done with its Q tile
+        const int r = 16 * wq + g;        // rows r and r + 8 share one swizzle
+        unsigned char* qtile = smem + Tr::Q_OFFSET + (2 * qb + w) * TILE;
 #pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-        unsigned char* at = qtile + (n >> 3) * BOX + r * 128 + (((n & 7) ^ (r & 7)) << 4) + 4 * t4;
-        *reinterpret_cast<uint32_t*>(at) = pack2<T>(o[4 * n + 0] * inv[0], o[4 * n + 1] * inv[0]);
-        *reinterpret_cast<uint32_t*>(at + 8 * 128) = pack2<T>(o[4 * n + 2] * inv[1], o[4 * n + 3] * inv[1]);
-    }
-    sm90::fence_proxy_async();
-    sm90::named_barrier(1 + w, 128);
-    if (ct == 0) {
-        for (int x = 0; x < Tr::BOXES; ++x) sm90::tma_store_4d(&to, qs + x * BOX, 64 * x, q0 + 64 * w, h, b);
-        sm90::tma_store_commit_and_wait();
+        for (int n8 = 0; n8 < D / 8; ++n8) {
+            unsigned char* at = qtile + (n8 >> 3) * BOX + r * 128 + (((n8 & 7) ^ (r & 7)) << 4) + 4 * t4;
+            *reinterpret_cast<uint32_t*>(at) = pack2<T>(o[4 * n8 + 0] * inv[0], o[4 * n8 + 1] * inv[0]);
+            *reinterpret_cast<uint32_t*>(at + 8 * 128) = pack2<T>(o[4 * n8 + 2] * inv[1], o[4 * n8 + 3] * inv[1]);
+        }
+        sm90::fence_proxy_async();
+        sm90::named_barrier(1 + w, 128);
+        if (ct == 0) {
+            for (int x = 0; x < Tr::BOXES; ++x) sm90::tma_store_4d(&to, qs + x * BOX, 64 * x, q0 + 64 * w, h, b);
+            sm90::tma_store_commit_and_wait();
+            sm90::mbar_arrive(q_empty(qb));
+        }
     }
 }
 

@@ -226,6 +226,40 @@ TEST_CASE("attention: the Hopper kernel at S = 4096", "[gpu][kernels][attention]
             }
 }
 
+// More work items (128-row query block, head, batch) than multiprocessors: the Hopper
+// kernel's persistent CTAs each run several items, carrying the K/V ring and the Q
+// double buffer across items.
+TEST_CASE("attention: the Hopper kernel with several work items per CTA", "[gpu][kernels][attention]") {
+    STOF_REQUIRE_GPU();
+    if (!stof::kernels::attention_sm90_available(64)) {
+        std::printf("STOF-SKIP: not a compute capability 9.0 GPU\n");
+        return;
+    }
+    auto rng = make_rng();
+    const int S = 1000;  // 8 query blocks, the last one partial
+    for (const std::string& fam : mask_families())
+        for (const int D : {64, 128}) {
+            AttentionCase c;
+            c.batch = 2;
+            c.heads = 48;
+            c.kv_heads = D == 64 ? 48 : 8;  // 768 items
+            c.head_dim = D;
+            c.dtype = D == 64 ? ElemType::f16 : ElemType::bf16;
+            c.layout = D == 64 ? Layout::bhsd : Layout::bshd;
+            c.seq_q = c.seq_k = S;
+            c.check_rows = 24;
+            c.keep = mask_family(fam, S, S, rng);
+            c.kernel = AttentionKernel::block_wise_sm90;
+            if (fam == "global") c.tile_m = 128;
+            if (fam == "bigbird") {
+                c.valid_len = {S, 900};
+                c.invalid_fraction = 0.05;
+                c.bias = true;
+            }
+            check(c, fam + " 1000 sm90 many items D" + std::to_string(D), rng);
+        }
+}
+
 TEST_CASE("attention: small cases for compute-sanitizer", "[gpu][kernels][attention][sanitize]") {
     STOF_REQUIRE_GPU();
     auto rng = make_rng();
@@ -247,4 +281,13 @@ TEST_CASE("attention: small cases for compute-sanitizer", "[gpu][kernels][attent
             c.head_dim = 80;
             check_all_kernels(c, std::string(fam) + " D80 bf16 S=" + std::to_string(S), rng);
         }
+    {  // 2 x 72 = 144 work items: Hopper CTAs run more than one
+        AttentionCase c;
+        c.batch = 1;
+        c.heads = c.kv_heads = 72;
+        c.seq_q = c.seq_k = 130;
+        c.keep = mask_family("causal", 130, 130, rng);
+        c.valid_len = {120};
+        check_all_kernels(c, "causal S=130 H=72", rng);
+    }
 }
