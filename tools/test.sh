@@ -6,7 +6,8 @@
 # Builds into build/ (binaries in build/bin). Tests that need a GPU report
 # themselves as skipped where none is present. Then builds the libFuzzer targets
 # with clang into build-fuzz/ and fuzzes the plan reader and the ONNX importer for STOF_FUZZ_SECONDS
-# each (default 60; 0 skips them); a crash fails the run (tests/fuzz/run_fuzz.sh).
+# each (default 60; 0 skips them), the whole compiler, the mask spec parser and the .npy
+# reader for half that; a crash fails the run (tests/fuzz/run_fuzz.sh).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/tools/setup.sh"
