@@ -4,15 +4,14 @@
 #include "fusion/cost_model.hpp"
 #include "stof/version.hpp"
 #include "tune/output_check.hpp"
+#include "tune/parallel.hpp"
 #include "tune/segment_graph.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <atomic>
 #include <chrono>
 #include <set>
-#include <thread>
 
 namespace stof::tune {
 
@@ -30,19 +29,6 @@ private:
     double& into_;
     std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
-
-// Runs f(i) for i in [0, n) on the hardware's threads.
-template <class F> void parallel_for(size_t n, F f) {
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-        for (size_t i = next++; i < n; i = next++) f(i);
-    };
-    const size_t threads = std::min<size_t>(n, std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<std::thread> pool;
-    for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-    work();
-    for (std::thread& t : pool) t.join();
-}
 
 }  // namespace
 

@@ -1,8 +1,11 @@
 #include "tune/output_check.hpp"
 
+#include "tune/parallel.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
+#include <vector>
 
 namespace stof::tune {
 
@@ -15,16 +18,32 @@ std::string check_outputs(const std::vector<Tensor>& candidate, const std::vecto
         const Tensor &a = candidate[o], &b = reference[o];
         if (a.dtype != b.dtype || a.shape != b.shape)
             return fmt::format("output {}: {} against {}", o, a.describe(), b.describe());
-        double diff = 0, norm = 0;
-        for (int64_t i = 0; i < a.numel(); ++i) {
-            const double x = a.get_f64(i), y = b.get_f64(i);
-            if (!std::isfinite(x) || !std::isfinite(y)) {
-                if (!(std::isnan(x) && std::isnan(y)) && x != y)
-                    return fmt::format("output {}: element {} is {} where the reference has {}", o, i, x, y);
-                continue;
+        // Per chunk: squared differences, squared reference, the first non-finite mismatch (or -1).
+        const int64_t n = a.numel();
+        const size_t chunks = chunk_count(n);
+        std::vector<double> diffs(chunks, 0), norms(chunks, 0);
+        std::vector<int64_t> bad(chunks, -1);
+        parallel_chunks(n, [&](size_t k, int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) {
+                const double x = a.get_f64(i), y = b.get_f64(i);
+                if (!std::isfinite(x) || !std::isfinite(y)) {
+                    if (!(std::isnan(x) && std::isnan(y)) && x != y) {
+                        bad[k] = i;
+                        return;
+                    }
+                    continue;
+                }
+                diffs[k] += (x - y) * (x - y);
+                norms[k] += y * y;
             }
-            diff += (x - y) * (x - y);
-            norm += y * y;
+        });
+        double diff = 0, norm = 0;
+        for (size_t k = 0; k < chunks; ++k) {
+            if (bad[k] >= 0)
+                return fmt::format("output {}: element {} is {} where the reference has {}", o, bad[k], a.get_f64(bad[k]),
+                                   b.get_f64(bad[k]));
+            diff += diffs[k];
+            norm += norms[k];
         }
         const double tol = output_tolerance(a.dtype);
         if (std::sqrt(diff) > tol * std::sqrt(norm) && diff > 0)

@@ -10,8 +10,10 @@
 #include "exec/executor.hpp"
 #include "plan/plan_reader.hpp"
 #include "stof/cuda_check.hpp"
+#include "tune/parallel.hpp"
 
 #include <cublasLt.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -20,7 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <random>
+#include <map>
 
 namespace stof::tune {
 
@@ -28,20 +30,28 @@ namespace {
 
 using nlohmann::json;
 
+// Element i of the random stream `seed` (splitmix64 of the pair): any element without the ones before it.
+uint64_t draw(uint64_t seed, uint64_t i) {
+    uint64_t z = seed * 0xD1B54A32D192ED03ull + (i + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 // Random contents for plan input t (tune/measure.hpp states the distribution).
 Tensor random_input(const plan::TensorDesc& t, uint64_t seed) {
     Tensor x(t.dtype, t.shape);
-    std::mt19937_64 rng(seed);
-    const int64_t n = x.numel();
-    if (is_float(t.dtype)) {
-        std::uniform_real_distribution<double> u(-1, 1);
-        for (int64_t i = 0; i < n; ++i) x.set_f64(i, u(rng));
-    } else if (t.dtype == DType::boolean) {
-        for (int64_t i = 0; i < n; ++i) x.set_i64(i, static_cast<int64_t>(rng() & 1));
-    } else if (t.int_lo <= t.int_hi) {
-        std::uniform_int_distribution<int64_t> u(t.int_lo, t.int_hi);
-        for (int64_t i = 0; i < n; ++i) x.set_i64(i, u(rng));
-    }
+    const bool ints = !is_float(t.dtype) && t.dtype != DType::boolean;
+    if (ints && t.int_lo > t.int_hi) return x;  // no known range: zeros
+    const uint64_t span = ints ? static_cast<uint64_t>(t.int_hi) - static_cast<uint64_t>(t.int_lo) + 1 : 0;
+    parallel_chunks(x.numel(), [&](size_t, int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+            const uint64_t r = draw(seed, static_cast<uint64_t>(i));
+            if (is_float(t.dtype)) x.set_f64(i, static_cast<double>(r >> 11) * 0x1p-52 - 1.0);
+            else if (!ints) x.set_i64(i, static_cast<int64_t>(r & 1));
+            else x.set_i64(i, static_cast<int64_t>(static_cast<uint64_t>(t.int_lo) + (span ? r % span : r)));
+        }
+    });
     return x;
 }
 
@@ -74,7 +84,7 @@ public:
         const uint64_t seed = req.at("seed").get<uint64_t>();
         for (size_t i = 0; i < p.inputs.size(); ++i) {
             const int32_t t = p.inputs[i];
-            ex.upload(t, random_input(p.tensors[static_cast<size_t>(t)], seed * 1000003 + i).bytes.data());
+            ex.upload(t, input(p.tensors[static_cast<size_t>(t)], seed * 1000003 + i).bytes.data());
         }
         const auto t1 = std::chrono::steady_clock::now();
         const int reps = std::max(1, req.at("reps").get<int>()), warmup = std::max(1, req.at("warmup").get<int>());
@@ -112,6 +122,22 @@ public:
     }
 
 private:
+    // random_input(t, seed), kept for the next plans with the same input (a segment's candidates
+    // and its reference share theirs); at most kKeptBytes are kept.
+    const Tensor& input(const plan::TensorDesc& t, uint64_t seed) {
+        static constexpr size_t kKeptBytes = size_t{1} << 30;
+        const std::string key = fmt::format("{}|{}|{}|{}|{}", dtype_name(t.dtype), fmt::join(t.shape, "x"), t.int_lo, t.int_hi,
+                                            seed);
+        if (auto it = inputs_.find(key); it != inputs_.end()) return it->second;
+        Tensor x = random_input(t, seed);
+        if (kept_bytes_ + x.bytes.size() > kKeptBytes) {
+            inputs_.clear();
+            kept_bytes_ = 0;
+        }
+        kept_bytes_ += x.bytes.size();
+        return inputs_.emplace(key, std::move(x)).first->second;
+    }
+
     // `copies` runs of ex's steps captured into one CUDA graph.
     struct Graph {
         cudaGraph_t graph = nullptr;
@@ -158,6 +184,8 @@ private:
     }
 
     cudaEvent_t start_ = nullptr, stop_ = nullptr;
+    std::map<std::string, Tensor> inputs_;
+    size_t kept_bytes_ = 0;
 };
 
 }  // namespace
