@@ -21,4 +21,11 @@ struct CompileOptions {
 // (printed when --dump-after names "partition" or "all") and lowers it.
 plan::Plan compile_model(ir::Graph& g, CompileOptions opt);
 
+struct ShapeArgs;
+// A plan for the --shape ranges of `shapes` (at least one MIN..MAX): one compile_model
+// per shape bucket, each of a copy of g, after checking on the reference interpreter
+// that zero-padding the inputs up to a bucket leaves the outputs' real part unchanged
+// (else a stof::Error saying why the model cannot run a range). (compile_ranged.cpp)
+plan::Plan compile_ranged(const ir::Graph& g, const ShapeArgs& shapes, CompileOptions opt);
+
 }  // namespace stof

@@ -7,8 +7,10 @@
 #include "fusion/cost_model.hpp"
 #include "onnx/import.hpp"
 #include "plan/plan_writer.hpp"
+#include "shape_ranges.hpp"
 #include "stof/error.hpp"
 #include "stof/progress.hpp"
+#include "stof/shape_ranges.hpp"
 #include "stof/version.hpp"
 #include "tune/gpu_evaluator.hpp"
 #include "tune/progress.hpp"
@@ -83,10 +85,20 @@ void run_compile(const CompileArgs& a) {
     STOF_CHECK(!std::filesystem::equivalent(output, a.model, ec), "-o {} names the input model {}: the plan would overwrite it",
                output, a.model);
 
+    const ShapeArgs shapes = parse_shape_args(a.shapes);
     ir::Graph g = import_onnx_file(a.model);
     spdlog::info("imported {}: {} nodes, opset {}", a.model, g.nodes.size(), g.opset);
     CompileOptions opt;
-    opt.pipeline.pass.input_shapes = parse_shapes(a.shapes);
+    opt.pipeline.pass.input_shapes = shapes.fixed;
+    if (a.shapes.empty()) {
+        auto [defaults, named] = default_shapes(g);
+        if (!named.empty())
+            spdlog::warn(
+                "the model has symbolic dimensions and no --shape was given: compiling for {} (give --shape DIM=N, "
+                "or DIM=MIN..MAX for a range)",
+                named);
+        opt.pipeline.pass.input_shapes = std::move(defaults);
+    }
     opt.pipeline.pass.masks = a.masks;
     opt.pipeline.dump_after = a.dump_after;
     opt.lower.precision = parse_precision(a.precision);
@@ -129,7 +141,7 @@ void run_compile(const CompileArgs& a) {
             "fusion decided by the cost model ({}){}", no_tuning.empty() ? "--tune off" : no_tuning,
             cache.records().empty() ? "" : fmt::format(", with {} times measured on {} GPUs", cache.records().size(), arch));
     }
-    const plan::Plan p = compile_model(g, opt);
+    const plan::Plan p = shapes.ranged.empty() ? compile_model(g, opt) : compile_ranged(g, shapes, opt);
     if (gpu) {
         progress->finish();
         gpu->save_cache();
@@ -145,13 +157,19 @@ void run_compile(const CompileArgs& a) {
         plan::write_plan(p, output);
     }
 
+    // The steps of the plan, or of its largest bucket.
+    const plan::Plan& body = p.ranged() ? p.buckets.back() : p;
     std::map<std::string, int> kinds;
-    for (const plan::Step& s : p.steps) ++kinds[s.label];
+    for (const plan::Step& s : body.steps) ++kinds[s.label];
     std::string summary;
     for (const auto& [k, c] : kinds) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", c, k);
-    fmt::print("wrote {} ({:.1f} MB): {} steps ({}), {} kernels, {} precision, {}, {:.1f} s\n", output,
-               static_cast<double>(std::filesystem::file_size(output)) / 1e6, p.steps.size(), summary, p.kernels.size(),
-               a.precision, arch, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    const std::string buckets = p.ranged() ? fmt::format("{} shape buckets ({}); the largest: ", p.buckets.size(),
+                                                         plan::describe_ranges(p.ranges))
+                                           : "";
+    fmt::print("wrote {} ({:.1f} MB): {}{} steps ({}), {} kernels, {} precision, {}, {:.1f} s\n", output,
+               static_cast<double>(std::filesystem::file_size(output)) / 1e6, buckets, body.steps.size(), summary,
+               body.kernels.size(), a.precision, arch,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
 }  // namespace
@@ -162,8 +180,10 @@ void add_compile_command(CLI::App& app) {
     cmd->add_option("model", args->model, "ONNX model file")->required()->check(CLI::ExistingFile);
     cmd->add_option("-o,--output", args->output, "Plan file to write (default: <model name>.plan in the current directory)");
     cmd->add_option("--shape", args->shapes,
-                    "Input shape NAME=DIMS (input_ids=2x128) or symbolic dimension DIM=N (batch=2) "
-                    "(repeatable; needed for every symbolic input dimension)");
+                    "Input shape NAME=DIMS (input_ids=2x128) or symbolic dimension DIM=N (batch=2); a size MIN..MAX "
+                    "(seq=128..1024, input_ids=1..8x128..4096) makes a plan for the whole range, one shape bucket per "
+                    "power of two (at most 32 buckets). Repeatable; without any --shape, symbolic dimensions get batch 1, "
+                    "others 128");
     cmd->add_option("--mask", args->masks, kMaskHelp);
     cmd->add_option("--attention-kernel", args->attention_kernel,
                     "Sparse attention kernel: auto (the analytical selector), block-wise or row-wise")

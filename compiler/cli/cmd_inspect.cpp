@@ -5,8 +5,10 @@
 #include "plan/plan_fields.hpp"
 #include "plan/plan_reader.hpp"
 #include "stof/plan_format.hpp"
+#include "stof/shape_ranges.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <iterator>
 #include <nlohmann/json.hpp>
 
@@ -126,6 +128,29 @@ nlohmann::json to_json(const plan::Plan& p) {
     using nlohmann::json;
     json j;
     j["format_version"] = plan::kFormatVersion;
+    if (p.ranged()) {
+        // The shape ranges, then each bucket as a static plan.
+        j["meta"] = to_json(p.buckets[0])["meta"];
+        j["meta"]["notes"] = p.meta.notes;
+        json vars = json::array();
+        for (const plan::ShapeVar& v : p.ranges.vars)
+            vars.push_back({{"name", v.name}, {"min", v.min}, {"max", v.max}, {"buckets", plan::bucket_sizes(v.min, v.max)}});
+        json inputs = json::object(), outputs = json::object();
+        const plan::Plan& b0 = p.buckets[0];
+        for (size_t i = 0; i < b0.inputs.size(); ++i) inputs[b0.tensors[b0.inputs[i]].name] = p.ranges.input_dims[i];
+        for (size_t i = 0; i < b0.outputs.size(); ++i) outputs[b0.tensors[b0.outputs[i]].name] = p.ranges.output_dims[i];
+        j["shape_ranges"] = {{"vars", vars}, {"input_dims", inputs}, {"output_dims", outputs}};
+        json buckets = json::array();
+        for (size_t b = 0; b < p.buckets.size(); ++b) {
+            json sizes = json::object();
+            for (size_t v = 0; v < p.ranges.vars.size(); ++v) sizes[p.ranges.vars[v].name] = p.ranges.bucket_values[b][v];
+            json body = to_json(p.buckets[b]);
+            body.erase("format_version");
+            buckets.push_back({{"sizes", sizes}, {"plan", body}});
+        }
+        j["buckets"] = buckets;
+        return j;
+    }
     j["meta"] = {{"model", p.meta.model},
                  {"stofc_version", p.meta.stofc_version},
                  {"target_arch", p.meta.target_arch},
@@ -203,16 +228,56 @@ nlohmann::json to_json(const plan::Plan& p) {
     return j;
 }
 
+// A static plan's contents after its meta.
+void print_body(std::string& out, const plan::Plan& p);
+
 // Names, specs and notes come from the file: printed escaped (no terminal escape sequences).
 void print_text(const std::string& path, const plan::Plan& p) {
     std::string out;
     const auto o = std::back_inserter(out);
     fmt::format_to(o, "plan {} (format version {})\n", path, plan::kFormatVersion);
+    const plan::Meta& m = p.ranged() ? p.buckets[0].meta : p.meta;
     fmt::format_to(o,
                    "meta\n  model          {}\n  stofc version  {}\n  target arch    {}\n  nvrtc version  {}\n"
                    "  precision      {}\n  created        {}\n  notes          {}\n",
-                   p.meta.model, p.meta.stofc_version, p.meta.target_arch, p.meta.nvrtc_version, p.meta.precision,
-                   p.meta.created, p.meta.notes);
+                   m.model, m.stofc_version, m.target_arch, m.nvrtc_version, m.precision, m.created, p.meta.notes);
+    if (!p.ranged()) {
+        print_body(out, p);
+        fmt::print("{}", printable(out, true));
+        return;
+    }
+    const plan::ShapeRanges& r = p.ranges;
+    fmt::format_to(o, "shape ranges: {}\n", r.vars.size());
+    for (const plan::ShapeVar& v : r.vars)
+        fmt::format_to(o, "  {:<16} {}..{}  buckets {}\n", v.name, v.min, v.max,
+                       fmt::join(plan::bucket_sizes(v.min, v.max), ", "));
+    const plan::Plan& b0 = p.buckets[0];
+    auto dims = [&](const plan::TensorDesc& t, const std::vector<int32_t>& d) {
+        std::string s;
+        for (size_t k = 0; k < d.size(); ++k)
+            s += (k ? ", " : "") + (d[k] < 0 ? std::to_string(t.shape[k]) : r.vars[static_cast<size_t>(d[k])].name);
+        return s;
+    };
+    for (size_t i = 0; i < b0.inputs.size(); ++i)
+        fmt::format_to(o, "  input  {} [{}]\n", b0.tensors[b0.inputs[i]].name, dims(b0.tensors[b0.inputs[i]], r.input_dims[i]));
+    for (size_t i = 0; i < b0.outputs.size(); ++i)
+        fmt::format_to(o, "  output {} [{}]\n", b0.tensors[b0.outputs[i]].name,
+                       dims(b0.tensors[b0.outputs[i]], r.output_dims[i]));
+    fmt::format_to(o, "buckets: {}\n", p.buckets.size());
+    for (size_t b = 0; b < p.buckets.size(); ++b) {
+        const plan::Plan& q = p.buckets[b];
+        fmt::format_to(o, "  {:>4}  {:<32} {} steps, {} kernels, arena {}, weights {}\n", b, plan::describe_bucket(r, b),
+                       q.steps.size(), q.kernels.size(), human_bytes(q.arena_bytes), human_bytes(q.weights.size()));
+    }
+    for (size_t b = 0; b < p.buckets.size(); ++b) {
+        fmt::format_to(o, "bucket {} ({})\n", b, plan::describe_bucket(r, b));
+        print_body(out, p.buckets[b]);
+    }
+    fmt::print("{}", printable(out, true));
+}
+
+void print_body(std::string& out, const plan::Plan& p) {
+    const auto o = std::back_inserter(out);
     fmt::format_to(o, "tensors: {} (arena {}, weights {})\n", p.tensors.size(), human_bytes(p.arena_bytes),
                    human_bytes(p.weights.size()));
     for (size_t i = 0; i < p.tensors.size(); ++i) {

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <vector>
 
 namespace stof::plan {
 
@@ -156,23 +157,18 @@ void put_u64(std::string& s, size_t at, uint64_t v) { std::memcpy(s.data() + at,
 
 uint64_t align_up(uint64_t v) { return (v + kSectionAlignment - 1) / kSectionAlignment * kSectionAlignment; }
 
-}  // namespace
+struct Bytes {
+    std::string name;
+    const void* data;
+    size_t size;
+};
 
-std::string serialize_plan(const Plan& p) {
-    const std::string payloads[kSectionCount - 1] = {encode_meta(p.meta), encode_tensors(p),  encode_kernels(p),
-                                                     encode_masks(p),     encode_schedule(p), encode_segments(p)};
-    struct Bytes {
-        const void* data;
-        size_t size;
-    };
-    Bytes sections[kSectionCount];
-    for (size_t i = 0; i + 1 < kSectionCount; ++i) sections[i] = {payloads[i].data(), payloads[i].size()};
-    sections[kSectionCount - 1] = {p.weights.data(), p.weights.size()};
-
-    const uint64_t table_end = kHeaderBytes + kSectionCount * kSectionEntryBytes;
-    uint64_t offsets[kSectionCount];
+// Header, section table and the payloads in the given order.
+std::string assemble(const std::vector<Bytes>& sections) {
+    const uint64_t table_end = kHeaderBytes + sections.size() * kSectionEntryBytes;
+    std::vector<uint64_t> offsets(sections.size());
     uint64_t end = table_end;
-    for (size_t i = 0; i < kSectionCount; ++i) {
+    for (size_t i = 0; i < sections.size(); ++i) {
         offsets[i] = align_up(end);
         end = offsets[i] + sections[i].size;
     }
@@ -181,11 +177,11 @@ std::string serialize_plan(const Plan& p) {
     std::memcpy(out.data(), kMagic, sizeof(kMagic));
     put_u32(out, 8, kFormatVersion);
     std::strncpy(out.data() + kVersionFieldOffset, kVersion, kVersionFieldBytes - 1);
-    put_u32(out, 44, static_cast<uint32_t>(kSectionCount));
+    put_u32(out, 44, static_cast<uint32_t>(sections.size()));
     put_u64(out, 48, end);
-    for (size_t i = 0; i < kSectionCount; ++i) {
+    for (size_t i = 0; i < sections.size(); ++i) {
         const size_t e = kHeaderBytes + i * kSectionEntryBytes;
-        std::strncpy(out.data() + e, kSectionNames[i], kSectionNameBytes - 1);
+        std::strncpy(out.data() + e, sections[i].name.c_str(), kSectionNameBytes - 1);
         put_u64(out, e + 16, offsets[i]);
         put_u64(out, e + 24, sections[i].size);
         put_u32(out, e + 32, checksum(sections[i].data, sections[i].size));
@@ -196,6 +192,53 @@ std::string serialize_plan(const Plan& p) {
     put_u32(out, 56, crc);
     return out;
 }
+
+std::string serialize_static(const Plan& p, bool with_weights) {
+    const std::string payloads[kSectionCount - 1] = {encode_meta(p.meta), encode_tensors(p),  encode_kernels(p),
+                                                     encode_masks(p),     encode_schedule(p), encode_segments(p)};
+    std::vector<Bytes> sections;
+    for (size_t i = 0; i + 1 < kSectionCount; ++i)
+        sections.push_back({kSectionNames[i], payloads[i].data(), payloads[i].size()});
+    sections.push_back({kSectionNames[kSectionCount - 1], p.weights.data(), with_weights ? p.weights.size() : 0});
+    return assemble(sections);
+}
+
+// Sections meta, shapes, bucket.0 .. bucket.N-1; a bucket whose weights equal an earlier
+// bucket's stores none and names that bucket.
+std::string serialize_ranged(const Plan& p) {
+    const ShapeRanges& r = p.ranges;
+    Encoder e;
+    e.count(r.vars.size(), "shape variables");
+    for (const ShapeVar& v : r.vars) {
+        e.str(v.name);
+        e.i64(v.min);
+        e.i64(v.max);
+    }
+    for (const auto* list : {&r.input_dims, &r.output_dims}) {
+        e.count(list->size(), "shape dimensions");
+        for (const std::vector<int32_t>& dims : *list) e.array(dims, "shape dimensions");
+    }
+    e.count(p.buckets.size(), "buckets");
+    std::vector<std::string> bodies;
+    for (size_t b = 0; b < p.buckets.size(); ++b) {
+        int32_t from = -1;
+        for (size_t k = 0; k < b && from < 0; ++k)
+            if (p.buckets[k].weights == p.buckets[b].weights) from = static_cast<int32_t>(k);
+        e.array(r.bucket_values[b], "bucket sizes");
+        e.i32(from);
+        bodies.push_back(serialize_static(p.buckets[b], from < 0));
+    }
+    const std::string meta = encode_meta(p.meta);
+    std::vector<Bytes> sections = {{kSectionNames[0], meta.data(), meta.size()},
+                                   {kShapesSection, e.bytes.data(), e.bytes.size()}};
+    for (size_t b = 0; b < bodies.size(); ++b)
+        sections.push_back({kBucketSectionPrefix + std::to_string(b), bodies[b].data(), bodies[b].size()});
+    return assemble(sections);
+}
+
+}  // namespace
+
+std::string serialize_plan(const Plan& p) { return p.ranged() ? serialize_ranged(p) : serialize_static(p, true); }
 
 void write_plan(const Plan& p, const std::string& path) {
     validate(p);

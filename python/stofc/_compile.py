@@ -65,7 +65,8 @@ def compile(model, output=None, *, shape=None, precision=None, mask=None, arch=N
     """Compiles an ONNX model into a plan file with the bundled `stofc compile`; returns the plan's Path.
 
     model: the .onnx file. output: the plan file (default: <model stem>.plan beside the model).
-    shape: {input name: dims or dimension name: size}, e.g. {"batch": 1, "seq": 128} or {"input_ids": (1, 128)}
+    shape: {input name: dims or dimension name: size}, e.g. {"batch": 1, "seq": 128} or {"input_ids": (1, 128)};
+    a string size "MIN..MAX" compiles a plan for the whole range ({"seq": "128..1024"}, see Plan)
     (--shape). precision: "fp32", "fp16" or "bf16". mask: a mask spec ("sliding:64"), a list of specs, or
     {layers: spec} per layer ({"0-5": "causal"}) (--mask). arch: "sm_80", "sm_90", ... offline=True: do not
     touch a GPU (compile for arch, default sm_90). attention_kernel: "auto", "block-wise" or "row-wise".

@@ -29,6 +29,8 @@ _SIGNATURES = {
     "stof_plan_input_info": (ctypes.c_int, [_P, _SIZE, ctypes.POINTER(TensorInfo)]),
     "stof_plan_output_info": (ctypes.c_int, [_P, _SIZE, ctypes.POINTER(TensorInfo)]),
     "stof_plan_set_input": (ctypes.c_int, [_P, _SIZE, _P, _SIZE]),
+    "stof_plan_set_input_shape": (ctypes.c_int, [_P, _SIZE, ctypes.c_int32, ctypes.POINTER(ctypes.c_int64)]),
+    "stof_plan_shape_ranges": (ctypes.c_int, [_P, ctypes.POINTER(_SIZE), ctypes.POINTER(_SIZE), ctypes.POINTER(_SIZE)]),
     "stof_plan_run": (ctypes.c_int, [_P, ctypes.c_int]),
     "stof_plan_get_output": (ctypes.c_int, [_P, _SIZE, _P, _SIZE]),
     "stof_plan_enqueue": (ctypes.c_int, [_P, ctypes.POINTER(_P), ctypes.POINTER(_P), ctypes.c_int, _P]),

@@ -29,7 +29,10 @@ class TensorSpec:
 class Plan:
     """A plan file opened on CUDA device `device`: its kernels loaded, memory allocated, weights uploaded.
 
-    plan.inputs / plan.outputs: the TensorSpecs, in the plan's order.
+    plan.inputs / plan.outputs: the TensorSpecs, in the plan's order, at the current shapes.
+    A plan compiled for shape ranges (stofc compile --shape seq=128..1024) runs any shape in them:
+    plan.run takes inputs of any such shape (or set them first with plan.set_input_shape), and
+    plan.ranged says whether it is one.
     plan.run(...): see Plan.run. A Plan is not for concurrent use from several threads.
     Raises stofc.Error (e.g. status 4 and "no CUDA device: ..." on a machine without a GPU)."""
 
@@ -43,8 +46,40 @@ class Plan:
         self._lib = lib
         self.path = path
         self.device = int(device)
-        self.inputs = self._specs(lib.stof_plan_num_inputs, lib.stof_plan_input_info)
-        self.outputs = self._specs(lib.stof_plan_num_outputs, lib.stof_plan_output_info)
+        num_vars = ctypes.c_size_t()
+        _lib.check(lib.stof_plan_shape_ranges(handle, ctypes.byref(num_vars), None, None))
+        self.ranged = num_vars.value > 0
+        self._refresh()
+
+    def _refresh(self):
+        self.inputs = self._specs(self._lib.stof_plan_num_inputs, self._lib.stof_plan_input_info)
+        self.outputs = self._specs(self._lib.stof_plan_num_outputs, self._lib.stof_plan_output_info)
+
+    def set_input_shape(self, name, shape):
+        """Sets input `name`'s actual shape (a plan for shape ranges); the inputs and outputs that share its
+        ranges follow. Raises stofc.Error for a shape outside the ranges."""
+        if self._handle is None:
+            raise Error("the plan is closed")
+        names = [s.name for s in self.inputs]
+        if name not in names:
+            raise Error(f"the plan has no input '{name}' (inputs: {', '.join(names)})")
+        dims = (ctypes.c_int64 * max(1, len(shape)))(*[int(d) for d in shape])
+        _lib.check(self._lib.stof_plan_set_input_shape(self._handle, names.index(name), len(shape), dims))
+        self._refresh()
+
+    def _set_shapes(self, given):
+        """A ranged plan: the inputs' shapes from the arrays given."""
+        if not self.ranged:
+            return
+        for spec in list(self.inputs):
+            x = given[spec.name]
+            if getattr(x, "shape", None) is None:
+                import numpy as np
+                x = np.asarray(x)
+            shape = tuple(int(d) for d in x.shape)
+            current = next(s for s in self.inputs if s.name == spec.name)
+            if shape != current.shape:
+                self.set_input_shape(spec.name, shape)
 
     def _specs(self, count_fn, info_fn):
         n = ctypes.c_size_t()
@@ -101,6 +136,7 @@ class Plan:
         if self._handle is None:
             raise Error("the plan is closed")
         given = self._named_inputs(inputs, named)
+        self._set_shapes(given)
         device_inputs = [n for n, x in given.items() if _tensors.is_device(x)]
         if device_inputs and len(device_inputs) != len(given):
             host = next(n for n in given if n not in device_inputs)

@@ -6,6 +6,7 @@
 #include "stof/log.hpp"
 #include "stof/npy.hpp"
 #include "stof/runtime.hpp"
+#include "stof/shape_ranges.hpp"
 #include "stof/version.hpp"
 
 #include <CLI/CLI.hpp>
@@ -24,7 +25,7 @@ namespace {
 
 struct RunArgs {
     std::string plan;
-    std::vector<std::string> inputs, expects;
+    std::vector<std::string> inputs, expects, shapes;
     std::string inputs_dir, output_dir, expect_dir, dump_dir;
     double rtol = 1e-3, atol = 1e-4;
     int bench = 0, warmup = 10, device = 0, profile = 0;
@@ -161,6 +162,36 @@ int run(const RunArgs& a) {
             if (!files.count(in.name) && std::filesystem::exists(path)) files[in.name] = stof::read_npy(path.string());
         }
     }
+    // Shapes first (a plan for shape ranges): --shape, then the files' shapes; random
+    // inputs take the shapes that results.
+    for (const std::string& arg : a.shapes) {
+        auto [name, dims] = stof::cli::split_assignment(arg, "--shape");
+        size_t index = rt.inputs().size();
+        for (size_t i = 0; i < rt.inputs().size(); ++i)
+            if (rt.inputs()[i].name == name) index = i;
+        STOF_CHECK(index < rt.inputs().size(), "--shape names '{}', which is not an input of the plan", name);
+        stof::Shape shape;
+        for (size_t p = 0;;) {
+            const size_t end = dims.find_first_of("x,", p);
+            const std::string part = dims.substr(p, end == std::string::npos ? std::string::npos : end - p);
+            STOF_CHECK(!part.empty() && part.size() < 12 && part.find_first_not_of("0123456789") == std::string::npos,
+                       "--shape {}: '{}' is not a list of sizes like 2x128", arg, dims);
+            shape.push_back(std::stoll(part));
+            if (end == std::string::npos) break;
+            p = end + 1;
+        }
+        rt.set_input_shape(index, shape);
+    }
+    for (size_t i = 0; i < rt.inputs().size(); ++i) {
+        auto it = files.find(rt.inputs()[i].name);
+        if (it != files.end() && rt.ranges() && it->second.shape != rt.inputs()[i].shape)
+            rt.set_input_shape(i, it->second.shape);
+    }
+    if (const stof::plan::ShapeRanges* r = rt.ranges()) {
+        spdlog::info("shape bucket {} of {} ({}) runs the inputs' shapes", rt.bucket(), r->bucket_values.size(),
+                     stof::plan::describe_bucket(*r, rt.bucket()));
+        report["bucket"] = stof::plan::describe_bucket(*r, rt.bucket());
+    }
     std::mt19937_64 rng(a.seed);
     json inputs = json::array();
     for (const stof::TensorInfo& in : rt.inputs()) {
@@ -260,6 +291,9 @@ int main(int argc, char** argv) {
     int verbosity = 0;
     app.add_option("plan", a.plan, "Plan file written by stofc compile")->required();
     app.add_option("--input,-i", a.inputs, "Input tensor NAME=FILE.npy (repeatable); other inputs get random data");
+    app.add_option("--shape", a.shapes,
+                   "Input shape NAME=DIMS (input_ids=1x200) for a plan compiled for shape ranges (default: the "
+                   "inputs' files, else each range's minimum); repeatable");
     app.add_option("--inputs-dir", a.inputs_dir, "Directory with <input>.npy for inputs not given by --input");
     app.add_option("--output-dir,-o", a.output_dir, "Write every output to DIR/<output>.npy");
     app.add_option("--expect", a.expects, "Expected output NAME=FILE.npy (repeatable)");

@@ -454,6 +454,11 @@ void Executor::capture() {
     STOF_CUDA_CHECK(cudaGraphInstantiate(&graph_exec_, graph_, 0));
 }
 
+void Executor::enqueue_captured(cudaStream_t stream) {
+    activate();
+    enqueue_steps(stream);
+}
+
 void Executor::enqueue(bool graph) { enqueue(graph, stream_); }
 
 void Executor::enqueue(bool graph, cudaStream_t stream) {

@@ -48,6 +48,9 @@ public:
     void enqueue(bool graph);
     void enqueue(bool graph, cudaStream_t stream);
     void synchronize() const;
+    // Enqueues every step on `stream` with no ordering against other streams: for a
+    // caller capturing `stream` into a CUDA graph of its own.
+    void enqueue_captured(cudaStream_t stream);
     // Runs step i alone and waits for it (tracing; never inside a graph).
     void run_step(size_t i);
     // Enqueues step i alone on the executor's stream (no synchronisation; profiling).

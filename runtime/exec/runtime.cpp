@@ -1,9 +1,11 @@
 #include "stof/runtime.hpp"
 
 #include "exec/executor.hpp"
+#include "exec/padded_copy.hpp"
 #include "plan/plan_reader.hpp"
 #include "stof/cuda_check.hpp"
 #include "stof/cuda_versions.hpp"
+#include "stof/shape_ranges.hpp"
 
 #include <cublasLt.h>
 
@@ -48,19 +50,231 @@ std::string cuda_versions() {
     return fmt::format("{}, cuBLASLt {}.{}.{}", cuda_runtime_versions(), lt / 10000, lt % 10000 / 100, lt % 100);
 }
 
+// A static plan runs on one executor. A ranged plan (stof/shape_ranges.hpp) keeps
+// its buckets' plans and loads each onto an executor on first use; its inputs and
+// outputs live in staging buffers at their actual shapes (sized for the largest), padded
+// into the bucket's tensors before the steps and cut back out of them after. Every
+// ranged run goes through one stream (`stream`, or a caller's) ordered by `done`.
 struct Runtime::Impl {
-    exec::Executor exec;
+    int device = 0;
+    std::vector<std::unique_ptr<exec::Executor>> execs;  // per bucket (a static plan: one)
+    std::vector<plan::Plan> pending;                     // bucket plans not loaded yet
+    plan::ShapeRanges ranges;
+    std::vector<plan::Plan> shells;  // per bucket: its plan without weights (for plan())
+    size_t current = 0;
+    std::vector<int64_t> values;  // the variables' actual sizes
     std::vector<TensorInfo> inputs, outputs;
+    std::vector<void*> in_stage, out_stage;
+    cudaStream_t stream = nullptr;
+    cudaEvent_t done = nullptr;
+    cudaStream_t done_on = nullptr;
+    bool recorded = false;
     cudaEvent_t start = nullptr, stop = nullptr;
+    // The CUDA graph of the last graph run on the staging buffers: padding, the bucket's
+    // steps and cutting, captured for one bucket at one shape (captured again on a change).
+    cudaGraphExec_t graph = nullptr;
+    size_t graph_bucket = 0;
+    std::vector<int64_t> graph_values;
 
-    Impl(plan::Plan p, int device) : exec(std::move(p), device) {
-        const plan::Plan& pl = exec.plan();
-        for (int32_t t : pl.inputs) inputs.push_back(info(pl, t));
-        for (int32_t t : pl.outputs) outputs.push_back(info(pl, t));
+    Impl(plan::Plan p, int dev) : device(dev) {
+        if (!p.ranged()) {
+            execs.push_back(std::make_unique<exec::Executor>(std::move(p), dev));
+            const plan::Plan& pl = execs[0]->plan();
+            for (int32_t t : pl.inputs) inputs.push_back(info(pl, t));
+            for (int32_t t : pl.outputs) outputs.push_back(info(pl, t));
+            return;
+        }
+        plan::validate(p);
+        ranges = p.ranges;
+        pending = std::move(p.buckets);
+        execs.resize(pending.size());
+        for (const plan::Plan& b : pending) {
+            plan::Plan shell = b;
+            shell.weights.clear();
+            shell.weights.shrink_to_fit();
+            shells.push_back(std::move(shell));
+        }
+        for (const plan::ShapeVar& v : ranges.vars) values.push_back(v.min);
+        current = pick();
+        ex();  // the first bucket loads now: the device is checked as for a static plan
+        STOF_CUDA_CHECK(cudaSetDevice(dev));
+        try {
+            STOF_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+            STOF_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+            // Staging buffers: each input and output at its largest (the last bucket's sizes are every variable's max).
+            const plan::Plan& last = shells.back();
+            for (int32_t t : last.inputs) in_stage.push_back(allocate(last.tensors[static_cast<size_t>(t)].bytes()));
+            for (int32_t t : last.outputs) out_stage.push_back(allocate(last.tensors[static_cast<size_t>(t)].bytes()));
+        } catch (...) {
+            release();
+            throw;
+        }
+        select(current);
     }
     ~Impl() {
+        release();
         if (start) cudaEventDestroy(start);
         if (stop) cudaEventDestroy(stop);
+    }
+    void release() noexcept {
+        if (graph) cudaGraphExecDestroy(graph);
+        graph = nullptr;
+        for (void* b : in_stage) cudaFree(b);
+        for (void* b : out_stage) cudaFree(b);
+        in_stage.clear();
+        out_stage.clear();
+        if (done) cudaEventDestroy(done);
+        if (stream) cudaStreamDestroy(stream);
+        done = nullptr;
+        stream = nullptr;
+    }
+    static void* allocate(uint64_t bytes) {
+        void* p = nullptr;
+        STOF_CUDA_CHECK(cudaMalloc(&p, std::max<uint64_t>(bytes, plan::kAlignment)));
+        return p;
+    }
+
+    bool ranged() const { return !shells.empty(); }
+    size_t pick() const { return plan::pick_bucket(ranges, values); }
+
+    const plan::Plan& plan() const { return ranged() ? shells[current] : execs[0]->plan(); }
+
+    // The executor of the current bucket, loaded on first use.
+    exec::Executor& ex() {
+        if (!execs[current]) {
+            execs[current] = std::make_unique<exec::Executor>(std::move(pending[current]), device);
+            pending[current] = plan::Plan{};
+        }
+        return *execs[current];
+    }
+
+    // Makes bucket b current and the inputs' and outputs' shapes those of `values`.
+    void select(size_t b) {
+        current = b;
+        const plan::Plan& pl = shells[b];
+        inputs.clear();
+        outputs.clear();
+        for (size_t i = 0; i < pl.inputs.size(); ++i) {
+            TensorInfo in = info(pl, pl.inputs[i]);
+            in.shape = plan::bound_shape(in.shape, ranges.input_dims[i], values);
+            inputs.push_back(std::move(in));
+        }
+        for (size_t i = 0; i < pl.outputs.size(); ++i) {
+            TensorInfo out = info(pl, pl.outputs[i]);
+            out.shape = plan::bound_shape(out.shape, ranges.output_dims[i], values);
+            outputs.push_back(std::move(out));
+        }
+    }
+
+    void set_shape(size_t index, const Shape& shape) {
+        STOF_CHECK(index < inputs.size(), "input index {} is out of range ({} inputs)", index, inputs.size());
+        if (!ranged()) {
+            STOF_CHECK(shape == inputs[index].shape,
+                       "input '{}': shape {}; the plan takes only {} (compile it with --shape {}=MIN..MAX for a range)",
+                       inputs[index].name, shape_str(shape), shape_str(inputs[index].shape), inputs[index].name);
+            return;
+        }
+        const plan::Plan& pl = shells[current];
+        const Shape& bucket_shape = pl.tensors[static_cast<size_t>(pl.inputs[index])].shape;
+        std::vector<int64_t> next = values;
+        plan::bind_input_shape(ranges, index, inputs[index].name, bucket_shape, shape, next);
+        values = std::move(next);
+        select(pick());
+    }
+
+    uint64_t bytes(const TensorInfo& t) const { return static_cast<uint64_t>(numel(t.shape)) * dtype_size(t.dtype); }
+
+    // Orders work on stream s after the previous ranged run or copy, on whichever stream.
+    void begin(cudaStream_t s) {
+        STOF_CUDA_CHECK(cudaSetDevice(device));
+        if (recorded && s != done_on) STOF_CUDA_CHECK(cudaStreamWaitEvent(s, done, 0));
+    }
+    void end(cudaStream_t s) {
+        STOF_CUDA_CHECK(cudaEventRecord(done, s));
+        done_on = s;
+        recorded = true;
+    }
+
+    // One ranged run on s: inputs (the caller's where given, else the staging buffers)
+    // padded into the bucket, its steps, outputs cut back (to the caller's or staging).
+    // A graph run on the staging buffers replays one graph of the padding, the steps and
+    // the cutting; runs on a caller's buffers copy around the bucket's own graph.
+    void enqueue_ranged(const void* const* in, void* const* out, bool use_graph, cudaStream_t s) {
+        exec::Executor& e = ex();
+        bool staged = true;
+        for (size_t i = 0; in && i < inputs.size(); ++i) staged = staged && !in[i];
+        for (size_t i = 0; out && i < outputs.size(); ++i) staged = staged && !out[i];
+        if (use_graph && staged) {
+            if (!graph || graph_bucket != current || graph_values != values) capture(e);
+            begin(s);
+            STOF_CUDA_CHECK(cudaGraphLaunch(graph, s));
+            end(s);
+            return;
+        }
+        begin(s);
+        pad_inputs(e, in, s);
+        e.enqueue(use_graph, s);
+        cut_outputs(e, out, s);
+        end(s);
+    }
+    void pad_inputs(exec::Executor& e, const void* const* in, cudaStream_t s) {
+        const plan::Plan& pl = e.plan();
+        for (size_t i = 0; i < inputs.size(); ++i) {
+            const plan::TensorDesc& d = pl.tensors[static_cast<size_t>(pl.inputs[i])];
+            exec::pad_into_bucket(e.address(pl.inputs[i]), d.shape, in && in[i] ? in[i] : in_stage[i], inputs[i].shape,
+                                  dtype_size(d.dtype), s);
+        }
+    }
+    void cut_outputs(exec::Executor& e, void* const* out, cudaStream_t s) {
+        const plan::Plan& pl = e.plan();
+        for (size_t i = 0; i < outputs.size(); ++i) {
+            const plan::TensorDesc& d = pl.tensors[static_cast<size_t>(pl.outputs[i])];
+            exec::cut_from_bucket(out && out[i] ? out[i] : out_stage[i], outputs[i].shape, e.address(pl.outputs[i]), d.shape,
+                                  dtype_size(d.dtype), s);
+        }
+    }
+    // Captures padding, steps and cutting on `stream` (idle: every ranged run is ordered
+    // through `done`, so waiting for it first leaves nothing pending).
+    void capture(exec::Executor& e) {
+        begin(stream);
+        sync();
+        if (graph) cudaGraphExecDestroy(graph);
+        graph = nullptr;
+        cudaGraph_t g = nullptr;
+        STOF_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+        try {
+            pad_inputs(e, nullptr, stream);
+            e.enqueue_captured(stream);
+            cut_outputs(e, nullptr, stream);
+        } catch (...) {
+            cudaGraph_t partial = nullptr;
+            cudaStreamEndCapture(stream, &partial);
+            if (partial) cudaGraphDestroy(partial);
+            cudaGetLastError();
+            throw;
+        }
+        STOF_CUDA_CHECK(cudaStreamEndCapture(stream, &g));
+        const cudaError_t err = cudaGraphInstantiate(&graph, g, 0);
+        cudaGraphDestroy(g);
+        STOF_CUDA_CHECK(err);
+        graph_bucket = current;
+        graph_values = values;
+    }
+
+    void sync() { STOF_CUDA_CHECK(cudaStreamSynchronize(stream)); }
+
+    void upload_stage(size_t i, const void* host) {
+        begin(stream);
+        if (bytes(inputs[i])) STOF_CUDA_CHECK(cudaMemcpyAsync(in_stage[i], host, bytes(inputs[i]), cudaMemcpyDefault, stream));
+        end(stream);
+        sync();
+    }
+    void download_stage(size_t i, void* host) {
+        begin(stream);
+        if (bytes(outputs[i]))
+            STOF_CUDA_CHECK(cudaMemcpyAsync(host, out_stage[i], bytes(outputs[i]), cudaMemcpyDefault, stream));
+        end(stream);
+        sync();
     }
 
     static TensorInfo info(const plan::Plan& p, int32_t t) {
@@ -68,9 +282,9 @@ struct Runtime::Impl {
         return TensorInfo{d.name, d.dtype, d.shape, t, d.int_lo, d.int_hi};
     }
 
-    static const TensorInfo& find(const std::vector<TensorInfo>& list, const std::string& name, const char* what) {
-        for (const TensorInfo& i : list)
-            if (i.name == name) return i;
+    static size_t find(const std::vector<TensorInfo>& list, const std::string& name, const char* what) {
+        for (size_t i = 0; i < list.size(); ++i)
+            if (list[i].name == name) return i;
         std::string names;
         for (const TensorInfo& i : list) names += (names.empty() ? "" : ", ") + i.name;
         STOF_FAIL("the plan has no {} named '{}' ({}s: {})", what, name, what, names.empty() ? "none" : names);
@@ -86,56 +300,77 @@ Runtime::~Runtime() = default;
 Runtime::Runtime(Runtime&&) noexcept = default;
 Runtime& Runtime::operator=(Runtime&&) noexcept = default;
 
-const plan::Plan& Runtime::plan() const { return impl_->exec.plan(); }
+const plan::Plan& Runtime::plan() const { return impl_->plan(); }
 const std::vector<TensorInfo>& Runtime::inputs() const { return impl_->inputs; }
 const std::vector<TensorInfo>& Runtime::outputs() const { return impl_->outputs; }
-std::string Runtime::device_name() const { return impl_->exec.device_name(); }
-int Runtime::device() const { return impl_->exec.device(); }
+std::string Runtime::device_name() const { return impl_->ex().device_name(); }
+int Runtime::device() const { return impl_->device; }
+
+const plan::ShapeRanges* Runtime::ranges() const { return impl_->ranged() ? &impl_->ranges : nullptr; }
+size_t Runtime::bucket() const { return impl_->current; }
+
+void Runtime::set_input_shape(size_t index, const Shape& shape) { impl_->set_shape(index, shape); }
 
 void Runtime::set_input(const std::string& name, const Tensor& t) {
-    const TensorInfo& in = Impl::find(impl_->inputs, name, "input");
+    const size_t i = Impl::find(impl_->inputs, name, "input");
+    if (impl_->ranged() && t.shape != impl_->inputs[i].shape) impl_->set_shape(i, t.shape);
+    const TensorInfo& in = impl_->inputs[i];
     STOF_CHECK(t.dtype == in.dtype && t.shape == in.shape, "input '{}': got {}, the plan takes {}{}", name, t.describe(),
                dtype_name(in.dtype), shape_str(in.shape));
-    impl_->exec.upload(in.tensor, t.bytes.data());
+    if (impl_->ranged()) impl_->upload_stage(i, t.bytes.data());
+    else impl_->ex().upload(in.tensor, t.bytes.data());
 }
 
 void Runtime::set_input(size_t index, const void* data, size_t bytes) {
     STOF_CHECK(index < impl_->inputs.size(), "input index {} is out of range ({} inputs)", index, impl_->inputs.size());
     const TensorInfo& in = impl_->inputs[index];
-    const uint64_t want = plan().tensors[in.tensor].bytes();
+    const uint64_t want = impl_->bytes(in);
     STOF_CHECK(bytes == want, "input '{}' takes {} bytes ({}{}), got {}", in.name, want, dtype_name(in.dtype),
                shape_str(in.shape), bytes);
     STOF_CHECK(data != nullptr || bytes == 0, "input '{}': no data", in.name);
-    impl_->exec.upload(in.tensor, data);
+    if (impl_->ranged()) impl_->upload_stage(index, data);
+    else impl_->ex().upload(in.tensor, data);
 }
 
 void Runtime::run(bool graph) {
-    impl_->exec.enqueue(graph);
-    impl_->exec.synchronize();
+    if (impl_->ranged()) {
+        impl_->enqueue_ranged(nullptr, nullptr, graph, impl_->stream);
+        impl_->sync();
+        return;
+    }
+    impl_->ex().enqueue(graph);
+    impl_->ex().synchronize();
 }
 
 void* Runtime::input_address(size_t index) const {
     STOF_CHECK(index < impl_->inputs.size(), "input index {} is out of range ({} inputs)", index, impl_->inputs.size());
-    return impl_->exec.address(impl_->inputs[index].tensor);
+    if (impl_->ranged()) return impl_->in_stage[index];
+    return impl_->ex().address(impl_->inputs[index].tensor);
 }
 
 void* Runtime::output_address(size_t index) const {
     STOF_CHECK(index < impl_->outputs.size(), "output index {} is out of range ({} outputs)", index, impl_->outputs.size());
-    return impl_->exec.address(impl_->outputs[index].tensor);
+    if (impl_->ranged()) return impl_->out_stage[index];
+    return impl_->ex().address(impl_->outputs[index].tensor);
 }
 
 void Runtime::enqueue(const void* const* inputs, void* const* outputs, bool graph, void* stream) {
-    exec::Executor& ex = impl_->exec;
-    ex.activate();
+    STOF_CUDA_CHECK(cudaSetDevice(impl_->device));
     for (size_t i = 0; inputs && i < impl_->inputs.size(); ++i) {
-        const std::string why = inputs[i] ? caller_memory_problem(inputs[i], ex.device()) : "";
+        const std::string why = inputs[i] ? caller_memory_problem(inputs[i], impl_->device) : "";
         STOF_CHECK(why.empty(), "input '{}': {}", impl_->inputs[i].name, why);
     }
     for (size_t i = 0; outputs && i < impl_->outputs.size(); ++i) {
-        const std::string why = outputs[i] ? caller_memory_problem(outputs[i], ex.device()) : "";
+        const std::string why = outputs[i] ? caller_memory_problem(outputs[i], impl_->device) : "";
         STOF_CHECK(why.empty(), "output '{}': {}", impl_->outputs[i].name, why);
     }
     const auto s = static_cast<cudaStream_t>(stream);
+    if (impl_->ranged()) {
+        impl_->enqueue_ranged(inputs, outputs, graph, s);
+        return;
+    }
+    exec::Executor& ex = impl_->ex();
+    ex.activate();
     const plan::Plan& p = ex.plan();
     ex.begin_on(s);
     for (size_t i = 0; inputs && i < impl_->inputs.size(); ++i) {
@@ -155,40 +390,74 @@ void Runtime::enqueue(const void* const* inputs, void* const* outputs, bool grap
 }
 
 void Runtime::run_traced(const std::function<void(size_t step)>& after_step) {
-    for (size_t i = 0; i < impl_->exec.plan().steps.size(); ++i) {
-        impl_->exec.run_step(i);
+    exec::Executor& ex = impl_->ex();
+    const plan::Plan& p = ex.plan();
+    if (impl_->ranged()) {
+        // Inputs padded into the bucket first, outputs cut back after the last step.
+        impl_->begin(ex.stream());
+        for (size_t i = 0; i < impl_->inputs.size(); ++i) {
+            const plan::TensorDesc& d = p.tensors[static_cast<size_t>(p.inputs[i])];
+            exec::pad_into_bucket(ex.address(p.inputs[i]), d.shape, impl_->in_stage[i], impl_->inputs[i].shape,
+                                  dtype_size(d.dtype), ex.stream());
+        }
+        impl_->end(ex.stream());
+        ex.synchronize();
+    }
+    for (size_t i = 0; i < p.steps.size(); ++i) {
+        ex.run_step(i);
         after_step(i);
+    }
+    if (impl_->ranged()) {
+        impl_->begin(ex.stream());
+        for (size_t i = 0; i < impl_->outputs.size(); ++i) {
+            const plan::TensorDesc& d = p.tensors[static_cast<size_t>(p.outputs[i])];
+            exec::cut_from_bucket(impl_->out_stage[i], impl_->outputs[i].shape, ex.address(p.outputs[i]), d.shape,
+                                  dtype_size(d.dtype), ex.stream());
+        }
+        impl_->end(ex.stream());
+        ex.synchronize();
     }
 }
 
 Tensor Runtime::output(const std::string& name) const {
-    const TensorInfo& out = Impl::find(impl_->outputs, name, "output");
-    return read_tensor(out.tensor);
+    const size_t i = Impl::find(impl_->outputs, name, "output");
+    if (!impl_->ranged()) return read_tensor(impl_->outputs[i].tensor);
+    const TensorInfo& out = impl_->outputs[i];
+    Tensor t(out.dtype, out.shape);
+    impl_->download_stage(i, t.bytes.data());
+    return t;
 }
 
 void Runtime::get_output(size_t index, void* data, size_t bytes) const {
     STOF_CHECK(index < impl_->outputs.size(), "output index {} is out of range ({} outputs)", index, impl_->outputs.size());
     const TensorInfo& out = impl_->outputs[index];
-    const uint64_t want = plan().tensors[out.tensor].bytes();
+    const uint64_t want = impl_->bytes(out);
     STOF_CHECK(bytes == want, "output '{}' has {} bytes ({}{}), the buffer {}", out.name, want, dtype_name(out.dtype),
                shape_str(out.shape), bytes);
     STOF_CHECK(data != nullptr || bytes == 0, "output '{}': no buffer", out.name);
-    impl_->exec.download(out.tensor, data);
+    if (impl_->ranged()) impl_->download_stage(index, data);
+    else impl_->ex().download(out.tensor, data);
 }
 
 std::vector<double> Runtime::benchmark(int runs, int warmup, bool graph) {
     STOF_CHECK(runs >= 1 && warmup >= 0, "benchmark: {} runs after {} warm-ups", runs, warmup);
-    exec::Executor& ex = impl_->exec;
+    exec::Executor& ex = impl_->ex();
     ex.activate();
+    // A ranged plan's runs include padding the inputs and cutting the outputs back.
+    const cudaStream_t s = impl_->ranged() ? impl_->stream : ex.stream();
+    auto once = [&] {
+        if (impl_->ranged()) impl_->enqueue_ranged(nullptr, nullptr, graph, s);
+        else ex.enqueue(graph);
+    };
     if (!impl_->start) STOF_CUDA_CHECK(cudaEventCreate(&impl_->start));
     if (!impl_->stop) STOF_CUDA_CHECK(cudaEventCreate(&impl_->stop));
-    for (int i = 0; i < warmup; ++i) ex.enqueue(graph);
-    ex.synchronize();
+    for (int i = 0; i < warmup; ++i) once();
+    STOF_CUDA_CHECK(cudaStreamSynchronize(s));
     std::vector<double> ms;
     for (int i = 0; i < runs; ++i) {
-        STOF_CUDA_CHECK(cudaEventRecord(impl_->start, ex.stream()));
-        ex.enqueue(graph);
-        STOF_CUDA_CHECK(cudaEventRecord(impl_->stop, ex.stream()));
+        STOF_CUDA_CHECK(cudaEventRecord(impl_->start, s));
+        once();
+        STOF_CUDA_CHECK(cudaEventRecord(impl_->stop, s));
         STOF_CUDA_CHECK(cudaEventSynchronize(impl_->stop));
         float t = 0;
         STOF_CUDA_CHECK(cudaEventElapsedTime(&t, impl_->start, impl_->stop));
@@ -199,8 +468,12 @@ std::vector<double> Runtime::benchmark(int runs, int warmup, bool graph) {
 
 std::vector<double> Runtime::profile(int runs, int warmup) {
     STOF_CHECK(runs >= 1 && warmup >= 0, "profile: {} runs after {} warm-ups", runs, warmup);
-    exec::Executor& ex = impl_->exec;
+    exec::Executor& ex = impl_->ex();
     ex.activate();
+    if (impl_->ranged()) {  // the inputs padded into the bucket
+        impl_->enqueue_ranged(nullptr, nullptr, false, impl_->stream);
+        impl_->sync();
+    }
     const size_t n = ex.plan().steps.size();
     std::vector<cudaEvent_t> events(n + 1, nullptr);
     std::vector<std::vector<double>> ms(n);
@@ -239,7 +512,7 @@ Tensor Runtime::read_tensor(int32_t index) const {
     STOF_CHECK(index >= 0 && static_cast<size_t>(index) < plan().tensors.size(), "tensor index {} is out of range", index);
     const plan::TensorDesc& d = plan().tensors[index];
     Tensor t(d.dtype, d.shape);
-    impl_->exec.download(index, t.bytes.data());
+    impl_->ex().download(index, t.bytes.data());
     return t;
 }
 
@@ -248,7 +521,7 @@ void Runtime::write_tensor(int32_t index, const Tensor& t) {
     const plan::TensorDesc& d = plan().tensors[index];
     STOF_CHECK(t.dtype == d.dtype && t.bytes.size() == d.bytes(), "tensor '{}': got {}, it is {}{}", d.name, t.describe(),
                dtype_name(d.dtype), shape_str(d.shape));
-    impl_->exec.upload(index, t.bytes.data());
+    impl_->ex().upload(index, t.bytes.data());
 }
 
 }  // namespace stof

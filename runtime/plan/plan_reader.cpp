@@ -4,6 +4,7 @@
 #include "stof/error.hpp"
 #include "stof/plan_format.hpp"
 #include "stof/regular_file.hpp"
+#include "stof/shape_ranges.hpp"
 #include "stof/version.hpp"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 namespace stof::plan {
 
@@ -270,7 +272,20 @@ void decode_schedule(Cursor& c, Plan& p) {
     }
 }
 
-// Header and section table; returns the sections in kSectionNames order.
+// The section names a plan may hold: the static ones, "shapes" and "bucket.<k>" (k < kMaxBuckets).
+bool known_section(const std::string& name) {
+    for (const char* n : kSectionNames)
+        if (name == n) return true;
+    if (name == kShapesSection) return true;
+    const std::string prefix = kBucketSectionPrefix;
+    if (name.compare(0, prefix.size(), prefix) != 0) return false;
+    const std::string k = name.substr(prefix.size());
+    return !k.empty() && k.size() <= 2 && k.find_first_not_of("0123456789") == std::string::npos && (k == "0" || k[0] != '0') &&
+           std::stoul(k) < kMaxBuckets;
+}
+
+// Header and section table; returns the sections in table order, which is one of the two
+// layouts of plan_format.hpp (the static sections in any order, or meta, shapes, bucket.0, ...).
 std::vector<Section> read_table(const uint8_t* data, size_t size, const std::string& what, bool verify) {
     STOF_CHECK(size >= sizeof(kMagic) && std::memcmp(data, kMagic, sizeof(kMagic)) == 0,
                "{}: not a stofc plan file (it does not start with STOFPLAN)", what);
@@ -295,28 +310,35 @@ std::vector<Section> read_table(const uint8_t* data, size_t size, const std::str
     STOF_CHECK(load_u32(data + 60) == 0, "{}: the plan header is damaged (reserved bytes 60..63 are not zero)", what);
 
     std::vector<Section> table;
-    std::vector<bool> seen(kSectionCount, false);
+    std::set<std::string> seen;
     for (uint32_t i = 0; i < count; ++i) {
         const uint8_t* e = data + kHeaderBytes + static_cast<uint64_t>(i) * kSectionEntryBytes;
         STOF_CHECK(std::memchr(e, 0, kSectionNameBytes) != nullptr, "{}: the section table is damaged (entry {} has no name)",
                    what, i);
         STOF_CHECK(load_u32(e + 36) == 0, "{}: the section table is damaged (entry {} has nonzero reserved bytes)", what, i);
         Section s{ascii_field(e, kSectionNameBytes), load_u64(e + 16), load_u64(e + 24), load_u32(e + 32)};
-        size_t idx = kSectionCount;
-        for (size_t k = 0; k < kSectionCount; ++k)
-            if (s.name == kSectionNames[k]) idx = k;
-        STOF_CHECK(idx < kSectionCount, "{}: the section table is damaged (unknown section '{}')", what, s.name);
-        STOF_CHECK(!seen[idx], "{}: the section table is damaged (section '{}' appears twice)", what, s.name);
+        STOF_CHECK(known_section(s.name), "{}: the section table is damaged (unknown section '{}')", what, s.name);
+        STOF_CHECK(seen.insert(s.name).second, "{}: the section table is damaged (section '{}' appears twice)", what, s.name);
         STOF_CHECK(s.offset % kSectionAlignment == 0 && s.offset >= table_end,
                    "{}: section '{}' is damaged (offset {} is not a {}-byte aligned position after the section table)", what,
                    s.name, s.offset, kSectionAlignment);
         STOF_CHECK(s.offset <= size && s.size <= size - s.offset,
                    "{}: section '{}' is truncated ({} bytes at byte {}, the file has {})", what, s.name, s.size, s.offset,
                    size);
-        seen[idx] = true;
         table.push_back(s);
     }
-    for (size_t k = 0; k < kSectionCount; ++k) STOF_CHECK(seen[k], "{}: section '{}' is missing", what, kSectionNames[k]);
+    if (seen.count(kShapesSection)) {
+        STOF_CHECK(count >= 3 && table[0].name == kSectionNames[0] && table[1].name == kShapesSection,
+                   "{}: the section table is damaged (a plan with shape buckets starts with 'meta', 'shapes' and a bucket)",
+                   what);
+        for (uint32_t i = 2; i < count; ++i)
+            STOF_CHECK(table[i].name == kBucketSectionPrefix + std::to_string(i - 2),
+                       "{}: the section table is damaged (entry {} is '{}', not '{}{}')", what, i, table[i].name,
+                       kBucketSectionPrefix, i - 2);
+    } else {
+        for (const char* n : kSectionNames) STOF_CHECK(seen.count(n), "{}: section '{}' is missing", what, n);
+        STOF_CHECK(seen.size() == kSectionCount, "{}: the section table is damaged (bucket sections without 'shapes')", what);
+    }
 
     // Payloads follow each other in table order with zero padding between them, and the
     // file ends with the last one: every byte is covered by a checksum or checked here.
@@ -339,30 +361,63 @@ std::vector<Section> read_table(const uint8_t* data, size_t size, const std::str
     STOF_CHECK(declared == size, "{}: the file is {} bytes but its header says {} (truncated or extended)", what, size,
                declared);
     STOF_CHECK(end == size, "{}: {} unexpected bytes after the end of {}", what, size - end, previous);
-
-    std::vector<Section> found(kSectionCount);
-    for (const Section& s : table)
-        for (size_t k = 0; k < kSectionCount; ++k)
-            if (s.name == kSectionNames[k]) found[k] = s;
-    return found;
+    return table;
 }
 
-}  // namespace
+// The shapes section; weights_from per bucket.
+void decode_shapes(Cursor& c, Plan& p, std::vector<int32_t>& weights_from) {
+    ShapeRanges& r = p.ranges;
+    r.vars.resize(c.count(20, "variable count"));
+    for (ShapeVar& v : r.vars) {
+        v.name = c.str("variable name");
+        v.min = c.i64("variable min");
+        v.max = c.i64("variable max");
+    }
+    for (auto* list : {&r.input_dims, &r.output_dims}) {
+        list->resize(c.count(4, "dimension list count"));
+        for (std::vector<int32_t>& dims : *list) dims = c.array<int32_t>("dimension count");
+    }
+    const uint32_t n = c.count(8, "bucket count");
+    STOF_CHECK(n <= kMaxBuckets, "{} buckets, more than {}", n, kMaxBuckets);
+    for (uint32_t b = 0; b < n; ++b) {
+        r.bucket_values.push_back(c.array<int64_t>("bucket size count"));
+        weights_from.push_back(c.i32("weights_from"));
+        STOF_CHECK(weights_from.back() >= -1 && weights_from.back() < static_cast<int32_t>(b),
+                   "bucket {}: weights_from {} is not an earlier bucket", b, weights_from.back());
+    }
+}
 
-Plan parse_plan(const std::string& bytes, const std::string& what, bool verify_checksums) {
-    const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
-    const std::vector<Section> sections = read_table(data, bytes.size(), what, verify_checksums);
+Plan parse_body(const std::string& bytes, const std::string& what, bool verify_checksums, bool nested);
 
+Plan parse_sections(const uint8_t* data, const std::vector<Section>& sections, const std::string& what, bool verify_checksums,
+                    bool nested) {
     Plan p;
+    std::vector<int32_t> weights_from;
     for (const Section& s : sections) {
         const uint8_t* payload = data + s.offset;
         const size_t size = static_cast<size_t>(s.size);
         if (verify_checksums)
             STOF_CHECK(checksum(payload, size) == s.crc, "{}: section '{}' is damaged (checksum mismatch)", what, s.name);
+        if (s.name.compare(0, std::strlen(kBucketSectionPrefix), kBucketSectionPrefix) == 0) {
+            STOF_CHECK(!nested, "{}: section '{}': a bucket holds buckets of its own", what, s.name);
+            const size_t b = p.buckets.size();
+            STOF_CHECK(b < weights_from.size(), "{}: section '{}' has no entry in section 'shapes'", what, s.name);
+            p.buckets.push_back(parse_body(std::string(reinterpret_cast<const char*>(payload), size), what + ": " + s.name,
+                                           verify_checksums, true));
+            if (weights_from[b] >= 0) {
+                STOF_CHECK(p.buckets[b].weights.empty(), "{}: section '{}' stores weights it shares with bucket {}", what,
+                           s.name, weights_from[b]);
+                p.buckets[b].weights = p.buckets[static_cast<size_t>(weights_from[b])].weights;
+            }
+            continue;
+        }
         try {
             Cursor c(payload, size);
             if (s.name == "meta") {
                 p.meta = decode_meta(c);
+                c.finish();
+            } else if (s.name == kShapesSection) {
+                decode_shapes(c, p, weights_from);
                 c.finish();
             } else if (s.name == "tensors") {
                 decode_tensors(c, p);
@@ -385,6 +440,21 @@ Plan parse_plan(const std::string& bytes, const std::string& what, bool verify_c
             STOF_FAIL("{}: section '{}' is damaged ({})", what, s.name, e.what());
         }
     }
+    STOF_CHECK(p.buckets.size() == weights_from.size(), "{}: section 'shapes' lists {} buckets, the file holds {}", what,
+               weights_from.size(), p.buckets.size());
+    return p;
+}
+
+// A plan file's contents, not yet validated as a whole.
+Plan parse_body(const std::string& bytes, const std::string& what, bool verify_checksums, bool nested) {
+    const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+    return parse_sections(data, read_table(data, bytes.size(), what, verify_checksums), what, verify_checksums, nested);
+}
+
+}  // namespace
+
+Plan parse_plan(const std::string& bytes, const std::string& what, bool verify_checksums) {
+    Plan p = parse_body(bytes, what, verify_checksums, false);
     try {
         validate(p);
     } catch (const Error& e) {

@@ -1,6 +1,8 @@
 #include "stof/error.hpp"
 #include "stof/plan.hpp"
+#include "stof/shape_ranges.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -351,6 +353,91 @@ private:
 
 }  // namespace
 
-void validate(const Plan& p) { Checker(p).run(); }
+namespace {
+
+// A ranged plan: its variables, its buckets' sizes, and each bucket's inputs and outputs
+// against the first bucket's and the variables they follow.
+void check_ranges(const Plan& p) {
+    const ShapeRanges& r = p.ranges;
+    STOF_CHECK(p.tensors.empty() && p.kernels.empty() && p.masks.empty() && p.steps.empty() && p.segments.empty() &&
+                   p.weights.empty() && p.inputs.empty() && p.outputs.empty() && p.arena_bytes == 0,
+               "shapes: a plan with shape buckets holds no tensors, kernels or steps of its own");
+    STOF_CHECK(!r.vars.empty(), "shapes: a plan with shape buckets has no shape variables");
+    STOF_CHECK(p.buckets.size() <= kMaxBuckets, "shapes: {} buckets, more than {}", p.buckets.size(), kMaxBuckets);
+    STOF_CHECK(r.bucket_values.size() == p.buckets.size(), "shapes: {} bucket sizes for {} buckets", r.bucket_values.size(),
+               p.buckets.size());
+    std::set<std::string> names;
+    size_t product = 1;
+    for (const ShapeVar& v : r.vars) {
+        STOF_CHECK(!v.name.empty() && names.insert(v.name).second, "shapes: the shape variable '{}' is unnamed or twice",
+                   v.name);
+        STOF_CHECK(v.min >= 1 && v.min <= v.max && v.max <= std::numeric_limits<int32_t>::max(),
+                   "shapes: '{}' has the range {}..{}", v.name, v.min, v.max);
+        product *= bucket_sizes(v.min, v.max).size();
+        STOF_CHECK(product <= kMaxBuckets, "shapes: the variables have more than {} buckets", kMaxBuckets);
+    }
+    STOF_CHECK(product == p.buckets.size(), "shapes: the variables have {} buckets, the plan holds {}", product,
+               p.buckets.size());
+    std::set<std::vector<int64_t>> seen;
+    for (size_t b = 0; b < p.buckets.size(); ++b) {
+        const std::vector<int64_t>& vals = r.bucket_values[b];
+        STOF_CHECK(vals.size() == r.vars.size(), "shapes: bucket {} has {} sizes for {} variables", b, vals.size(),
+                   r.vars.size());
+        for (size_t v = 0; v < vals.size(); ++v) {
+            const std::vector<int64_t> sizes = bucket_sizes(r.vars[v].min, r.vars[v].max);
+            STOF_CHECK(std::count(sizes.begin(), sizes.end(), vals[v]) == 1,
+                       "shapes: bucket {}: '{}' = {} is not one of its buckets", b, r.vars[v].name, vals[v]);
+        }
+        STOF_CHECK(seen.insert(vals).second, "shapes: bucket {} repeats an earlier bucket's sizes", b);
+    }
+    const Plan& first = p.buckets[0];
+    STOF_CHECK(r.input_dims.size() == first.inputs.size() && r.output_dims.size() == first.outputs.size(),
+               "shapes: {} inputs and {} outputs described, the buckets have {} and {}", r.input_dims.size(),
+               r.output_dims.size(), first.inputs.size(), first.outputs.size());
+    std::vector<bool> used(r.vars.size(), false);
+    for (const auto* list : {&r.input_dims, &r.output_dims})
+        for (const std::vector<int32_t>& dims : *list)
+            for (int32_t v : dims) {
+                STOF_CHECK(v >= -1 && v < static_cast<int32_t>(r.vars.size()), "shapes: variable index {} out of range", v);
+                if (v >= 0 && list == &r.input_dims) used[static_cast<size_t>(v)] = true;
+            }
+    for (size_t v = 0; v < used.size(); ++v)
+        STOF_CHECK(used[v], "shapes: no input dimension follows the variable '{}'", r.vars[v].name);
+    for (size_t b = 0; b < p.buckets.size(); ++b) {
+        const Plan& q = p.buckets[b];
+        STOF_CHECK(!q.ranged(), "bucket {}: holds buckets of its own", b);
+        try {
+            validate(q);
+        } catch (const Error& e) {
+            STOF_FAIL("bucket {}: {}", b, e.what());
+        }
+        auto check_io = [&](const std::vector<int32_t>& io, const std::vector<int32_t>& io0,
+                            const std::vector<std::vector<int32_t>>& dims, const char* what) {
+            STOF_CHECK(io.size() == io0.size(), "bucket {}: {} {}s, the first bucket has {}", b, io.size(), what, io0.size());
+            for (size_t i = 0; i < io.size(); ++i) {
+                const TensorDesc& t = q.tensors[static_cast<size_t>(io[i])];
+                const TensorDesc& t0 = first.tensors[static_cast<size_t>(io0[i])];
+                STOF_CHECK(t.name == t0.name && t.dtype == t0.dtype && t.shape.size() == dims[i].size(),
+                           "bucket {}: {} {} ('{}') differs from the first bucket's or its shape variables", b, what, i,
+                           t.name);
+                STOF_CHECK(bound_shape(t0.shape, dims[i], r.bucket_values[b]) == t.shape,
+                           "bucket {}: {} '{}' has shape {}, not the one its shape variables give", b, what, t.name,
+                           shape_str(t.shape));
+            }
+        };
+        check_io(q.inputs, first.inputs, r.input_dims, "input");
+        check_io(q.outputs, first.outputs, r.output_dims, "output");
+    }
+}
+
+}  // namespace
+
+void validate(const Plan& p) {
+    if (p.ranged() || !p.ranges.vars.empty()) {
+        check_ranges(p);
+        return;
+    }
+    Checker(p).run();
+}
 
 }  // namespace stof::plan

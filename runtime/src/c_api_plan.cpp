@@ -2,6 +2,7 @@
 #include "c_api_status.hpp"
 #include "plan/plan_reader.hpp"
 #include "stof/runtime.hpp"
+#include "stof/error.hpp"
 
 #include <fmt/format.h>
 
@@ -110,6 +111,31 @@ stof_status stof_plan_find_output(const stof_plan* plan, const char* name, size_
         need(name, "name");
         need(index, "index");
         *index = find(plan->runtime->outputs(), name, "output");
+    });
+}
+
+stof_status stof_plan_set_input_shape(stof_plan* plan, size_t index, int32_t rank, const int64_t* dims) {
+    return stof::capi::guard(STOF_ERROR_CUDA, [&] {
+        need(plan, "plan");
+        at(plan->runtime->inputs(), index, "input");
+        if (rank < 0 || rank > 64) throw InvalidArgument{fmt::format("rank {} is not 0..64", rank)};
+        if (rank) need(dims, "dims");
+        const stof::Shape shape(dims, dims + rank);
+        try {
+            plan->runtime->set_input_shape(index, shape);
+        } catch (const stof::Error& e) {
+            throw InvalidArgument{e.what()};
+        }
+    });
+}
+
+stof_status stof_plan_shape_ranges(const stof_plan* plan, size_t* num_vars, size_t* num_buckets, size_t* bucket) {
+    return stof::capi::guard(STOF_ERROR_CUDA, [&] {
+        need(plan, "plan");
+        const stof::plan::ShapeRanges* r = plan->runtime->ranges();
+        if (num_vars) *num_vars = r ? r->vars.size() : 0;
+        if (num_buckets) *num_buckets = r ? r->bucket_values.size() : 1;
+        if (bucket) *bucket = plan->runtime->bucket();
     });
 }
 

@@ -1,5 +1,5 @@
 // make_plan_corpus DIR: writes the seed corpus of fuzz_plan_reader into DIR
-// (sample.plan and minimal.plan from tests/runtime/sample_plan.hpp).
+// (sample.plan, minimal.plan and ranged.plan from tests/runtime/sample_plan.hpp).
 #include "plan/plan_writer.hpp"
 #include "runtime/sample_plan.hpp"
 #include "stof/error.hpp"
@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
         std::filesystem::create_directories(dir);
         stof::plan::write_plan(stof::test::sample_plan(1), dir + "/sample.plan");
         stof::plan::write_plan(stof::test::minimal_plan(), dir + "/minimal.plan");
+        stof::plan::write_plan(stof::test::ranged_plan(), dir + "/ranged.plan");
     } catch (const std::exception& e) {
         std::fprintf(stderr, "make_plan_corpus: %s\n", e.what());
         return 1;

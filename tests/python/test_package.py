@@ -68,16 +68,31 @@ class Package(unittest.TestCase):
     def test_compile_errors_carry_stofc_message(self):
         with self.assertRaisesRegex(stofc.Error, "does not exist"):
             stofc.compile(WORK / "missing.onnx")
-        with self.assertRaisesRegex(stofc.Error, "symbolic") as cm:
-            stofc.compile(MODEL, WORK / "noshape.plan", offline=True, quiet=True)
+        with self.assertRaisesRegex(stofc.Error, "MIN > MAX") as cm:
+            stofc.compile(MODEL, WORK / "badrange.plan", shape={"seq": "64..16"}, offline=True, quiet=True)
         self.assertEqual(cm.exception.returncode, 1)
-        self.assertFalse((WORK / "noshape.plan").exists())
+        self.assertFalse((WORK / "badrange.plan").exists())
         with self.assertRaises(stofc.Error) as cm:
             stofc.compile(MODEL, WORK / "x.plan", shape=SHAPE, precision="fp8", offline=True, quiet=True)
         self.assertIn("fp8", str(cm.exception))
         self.assertNotEqual(cm.exception.returncode, 0)
         with self.assertRaises(TypeError):
             stofc.compile(MODEL, shape=["batch=1"])
+
+    def test_compile_shape_range_offline(self):
+        plan = stofc.compile(MODEL, WORK / "ranged.plan", shape={"batch": "1..2", "seq": "32..128"}, precision="fp16",
+                             offline=True, cache_dir=WORK / "cache", quiet=True)
+        info = json.loads(subprocess.run([str(stofc.stofc_path()), "inspect", str(plan), "--json"],
+                                         capture_output=True, text=True, check=True).stdout)
+        sizes = [(b["sizes"]["batch"], b["sizes"]["seq"]) for b in info["buckets"]]
+        self.assertEqual(sizes, [(1, 32), (1, 64), (1, 128), (2, 32), (2, 64), (2, 128)])
+
+    def test_compile_without_shape_uses_defaults(self):
+        plan = stofc.compile(MODEL, WORK / "noshape.plan", offline=True, cache_dir=WORK / "cache", quiet=True)
+        info = json.loads(subprocess.run([str(stofc.stofc_path()), "inspect", str(plan), "--json"],
+                                         capture_output=True, text=True, check=True).stdout)
+        ids = next(t for t in info["tensors"] if t["name"] == "input_ids")
+        self.assertEqual(ids["shape"], [1, 128])
 
     def test_plan_errors(self):
         with self.assertRaises(stofc.Error) as cm:
@@ -149,6 +164,22 @@ class OnTheGpu(unittest.TestCase):
         np.testing.assert_allclose(out, ref, rtol=3e-2, atol=3e-2)
         again = self.plan.run(**inputs, graph=True)["last_hidden_state"]
         np.testing.assert_array_equal(again, out)
+
+    def test_range_plan_at_two_shapes_against_reference(self):
+        import numpy as np
+        path = stofc.compile(MODEL, WORK / "ranged_gpu.plan", shape={"batch": "1..2", "seq": "32..128"},
+                             precision="fp16", mask="sliding:16", cache_dir=WORK / "cache", quiet=True)
+        with stofc.Plan(path) as plan:
+            self.assertTrue(plan.ranged)
+            for b, s in [(1, 50), (2, 100)]:
+                full = bert_inputs(3)
+                inputs = {k: np.ascontiguousarray(v[:b, :s]) for k, v in full.items()}
+                out = plan.run(inputs)["last_hidden_state"]
+                self.assertEqual(out.shape, (b, s, 128))
+                self.assertEqual(plan.outputs[0].shape, (b, s, 128))
+                np.testing.assert_allclose(out, eval_reference(inputs, "sliding:16"), rtol=3e-2, atol=3e-2)
+            with self.assertRaisesRegex(stofc.Error, "outside the plan's range 32..128"):
+                plan.set_input_shape("input_ids", (1, 200))
 
     @unittest.skipUnless(have("torch"), "torch is not installed")
     def test_torch_tensors_on_a_stream_against_onnxruntime(self):

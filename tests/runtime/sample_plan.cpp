@@ -193,17 +193,33 @@ Plan sample_plan(uint64_t seed) {
     return p;
 }
 
-Plan minimal_plan() {
+Plan minimal_plan() { return copy_plan(4); }
+
+Plan copy_plan(int64_t n) {
     Plan p;
     p.meta.stofc_version = "0.1.0-test";
-    const int32_t in = add_tensor(p, "in", DType::f32, {4}, BufferKind::arena, 0, TensorRole::input);
-    const int32_t out = add_tensor(p, "out", DType::f32, {4}, BufferKind::arena, 256, TensorRole::output);
-    p.arena_bytes = 512;
+    const int32_t in = add_tensor(p, "in", DType::f32, {n}, BufferKind::arena, 0, TensorRole::input);
+    const uint64_t bytes = static_cast<uint64_t>(n) * 4, slot = (bytes + 255) / 256 * 256;
+    const int32_t out = add_tensor(p, "out", DType::f32, {n}, BufferKind::arena, slot, TensorRole::output);
+    p.arena_bytes = 2 * slot;
     p.inputs = {in};
     p.outputs = {out};
     Step cp = make_step(StepKind::copy, "copy", "identity");
-    cp.copy = {in, out, 0, 0, 16};
+    cp.copy = {in, out, 0, 0, bytes};
     p.steps.push_back(cp);
+    return p;
+}
+
+Plan ranged_plan() {
+    Plan p;
+    p.meta.stofc_version = "0.1.0-test";
+    p.ranges.vars = {{"n", 3, 8}};
+    p.ranges.input_dims = {{0}};
+    p.ranges.output_dims = {{0}};
+    for (int64_t n : {4, 8}) {
+        p.ranges.bucket_values.push_back({n});
+        p.buckets.push_back(copy_plan(n));
+    }
     return p;
 }
 

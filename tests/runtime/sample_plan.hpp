@@ -19,5 +19,9 @@ plan::Plan sample_plan(uint64_t seed);
 
 // The smallest valid plan: one input copied to one output, no kernels, masks or weights.
 plan::Plan minimal_plan();
+// The same copy over `in` f32 [n] (minimal_plan: n = 4).
+plan::Plan copy_plan(int64_t n);
+// A plan for the shape range n = 3..8: the copy plans of its buckets 4 and 8.
+plan::Plan ranged_plan();
 
 }  // namespace stof::test

@@ -83,6 +83,20 @@ STOF_API stof_status stof_plan_output_info(const stof_plan* plan, size_t index, 
 STOF_API stof_status stof_plan_find_input(const stof_plan* plan, const char* name, size_t* index);
 STOF_API stof_status stof_plan_find_output(const stof_plan* plan, const char* name, size_t* index);
 
+/* Shape ranges. A plan compiled with --shape NAME=MIN..MAX runs any shape in its
+ * ranges. stof_plan_input_info / stof_plan_output_info give the actual shapes (at
+ * first every range's minimum; the dims pointers stay valid until the next
+ * stof_plan_set_input_shape). stof_plan_set_input_shape sets input `index`'s actual
+ * shape, which also sets the other inputs' and the outputs' dimensions that follow
+ * the same ranges (a seq range shared by input_ids and attention_mask); then set the
+ * inputs' contents. A shape outside the ranges, or another shape for a static plan,
+ * is STOF_ERROR_INVALID_ARGUMENT. Every run pads the inputs with zeros into the
+ * smallest compiled bucket that holds them and cuts the outputs back. */
+STOF_API stof_status stof_plan_set_input_shape(stof_plan* plan, size_t index, int32_t rank, const int64_t* dims);
+/* The number of shape variables (0: a static plan) and buckets (1 for a static plan),
+ * and the bucket the current shapes run on; null outputs are skipped. */
+STOF_API stof_status stof_plan_shape_ranges(const stof_plan* plan, size_t* num_vars, size_t* num_buckets, size_t* bucket);
+
 /* Asynchronous runs on device memory and a caller's stream.
  *
  * stof_plan_enqueue enqueues one run on `stream` (a cudaStream_t of the plan's

@@ -168,6 +168,26 @@ struct SegmentInfo {
     std::string nodes;   // its IR nodes, comma-separated
 };
 
+// A plan for a range of input shapes (stofc compile --shape NAME=MIN..MAX): one static
+// plan per shape bucket. Each shape variable (a symbolic dimension such as "seq", or
+// one dimension of one input, "input_ids[1]") takes any size in [min, max] at run time;
+// its buckets are the powers of two in [min, max) and max (bucket_sizes). The runtime
+// runs the smallest bucket that holds the actual sizes: inputs zero-padded up to it,
+// outputs cut back to the actual sizes (stof/shape_ranges.hpp).
+struct ShapeVar {
+    std::string name;
+    int64_t min = 1, max = 1;
+};
+
+struct ShapeRanges {
+    std::vector<ShapeVar> vars;
+    // Per model input / output (in Plan::inputs / outputs order), per dimension: the
+    // index of the shape variable that dimension follows, or -1 (fixed).
+    std::vector<std::vector<int32_t>> input_dims, output_dims;
+    // Per bucket (Plan::buckets), the size of each variable.
+    std::vector<std::vector<int64_t>> bucket_values;
+};
+
 struct Plan {
     Meta meta;
     std::vector<TensorDesc> tensors;
@@ -178,6 +198,12 @@ struct Plan {
     std::vector<Step> steps;
     std::vector<SegmentInfo> segments;  // the fusion plan the steps were lowered from
     std::vector<uint8_t> weights;       // contents of the weights buffer
+    // A plan for shape ranges: the variables and one static plan per bucket (the fields
+    // above other than meta are then empty). A static plan: no variables, no buckets.
+    ShapeRanges ranges;
+    std::vector<Plan> buckets;
+
+    bool ranged() const { return !buckets.empty(); }
 };
 
 // The tensors step s reads or writes (absent optional ones left out), in no particular order.
@@ -195,7 +221,8 @@ std::string step_label(const Step& s);
 std::string step_kernel_name(const Plan& p, const Step& s);
 
 // Checks every index, offset, size and shape in `p` against the rest of the
-// plan (tensors inside their buffers, kernel args matching params, ...).
+// plan (tensors inside their buffers, kernel args matching params, ...); a ranged
+// plan: every bucket, and its inputs and outputs against the shape ranges.
 // Throws stof::Error naming the section ("schedule step 12: ...").
 void validate(const Plan& p);
 

@@ -4,7 +4,7 @@
 //
 // All integers are little-endian; f32 values are stored as their IEEE bits.
 //
-// File (format version 3):
+// File (format version 4):
 //   offset  size
 //   0       8     magic "STOFPLAN"
 //   8       4     u32 format version (kFormatVersion)
@@ -24,8 +24,12 @@
 //   payloads, each at an offset that is a multiple of kSectionAlignment (256),
 //   in table order, zero bytes between them; the file ends with the last payload.
 //
-// Checksums are zlib's crc32. Each of the seven sections below appears exactly
-// once; payloads do not overlap each other or the header.
+// Checksums are zlib's crc32; payloads do not overlap each other or the header.
+// A static plan (one shape) has each of the seven sections meta, tensors, kernels,
+// masks, schedule, segments and weights exactly once. A plan for shape ranges
+// (plan::ShapeRanges) has instead, in this order: meta, shapes, and bucket.0 ..
+// bucket.N-1 (N <= kMaxBuckets), each bucket section holding a whole static plan
+// file of this format version (its own header, table and checksums) for that bucket.
 //
 // Structured payloads (meta, tensors, kernels, masks, schedule) are sequences of
 //   u8 / u32 / i32 / u64 / i64   fixed width
@@ -61,6 +65,12 @@
 //     copy       i32 src, dst; u64 src_offset, dst_offset, bytes
 //     mask_convert  i32 keep, mask }
 //   segments  segment[] { str kind, str template, str config, str source, f32 time_us, str moves, str nodes }
+//   shapes    var[] { str name, i64 min, i64 max },
+//             u32 input count, then per input i32[] (per dimension: variable index or -1),
+//             u32 output count, then per output i32[] likewise,
+//             bucket[] { i64[] values (one per variable), i32 weights_from }
+//             weights_from >= 0: that earlier bucket's weights are this bucket's too, and
+//             this bucket's plan stores an empty weights section; -1: its own.
 //   weights   the raw contents of the weights buffer (its payload is 256-byte aligned in
 //             the file, so it can be uploaded from a mapping of the file as is)
 //
@@ -73,7 +83,7 @@
 namespace stof::plan {
 
 constexpr char kMagic[8] = {'S', 'T', 'O', 'F', 'P', 'L', 'A', 'N'};
-constexpr uint32_t kFormatVersion = 3;
+constexpr uint32_t kFormatVersion = 4;
 
 constexpr uint64_t kVersionFieldOffset = 12;
 constexpr uint64_t kVersionFieldBytes = 32;
@@ -84,9 +94,12 @@ constexpr uint64_t kSectionNameBytes = 16;
 constexpr uint64_t kSectionAlignment = 256;
 constexpr uint32_t kMaxSections = 64;
 
-// The sections of format version 3, in the order the writer emits them (weights last).
+// The sections of a static plan, in the order the writer emits them (weights last).
 constexpr const char* kSectionNames[] = {"meta", "tensors", "kernels", "masks", "schedule", "segments", "weights"};
 constexpr size_t kSectionCount = sizeof(kSectionNames) / sizeof(kSectionNames[0]);
+// A ranged plan's sections: meta, kShapesSection, then kBucketSectionPrefix + "0", "1", ...
+constexpr const char* kShapesSection = "shapes";
+constexpr const char* kBucketSectionPrefix = "bucket.";
 
 // zlib crc32 of `size` bytes; `crc` continues a running checksum (0 to start).
 uint32_t checksum(const void* data, size_t size, uint32_t crc = 0);

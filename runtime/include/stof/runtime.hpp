@@ -7,6 +7,13 @@
 // steps in order on one stream, either as plain launches or by replaying a
 // CUDA graph captured on the first graph run; both give identical results.
 //
+// A plan for shape ranges (stofc compile --shape NAME=MIN..MAX) runs any shape in its
+// ranges: inputs() and outputs() give the actual shapes, at first every variable's
+// minimum; set_input_shape (or set_input with a tensor of another shape) changes them
+// and picks the shape bucket that runs them (stof/shape_ranges.hpp). Inputs are padded
+// with zeros into the bucket and outputs cut back to the actual shapes on every run;
+// buckets are loaded onto the GPU on first use.
+//
 // Every failure throws stof::Error with a message (a machine without a GPU or
 // driver: "no CUDA device: ..."); nothing aborts. A Runtime is not thread-safe:
 // use one per thread, or serialise calls.
@@ -61,13 +68,23 @@ public:
     Runtime(const Runtime&) = delete;
     Runtime& operator=(const Runtime&) = delete;
 
+    // The plan that runs: a ranged plan's current bucket (without its weights).
     const plan::Plan& plan() const;
+    // A ranged plan's shape ranges, else null; the index of the bucket that runs the current shapes.
+    const plan::ShapeRanges* ranges() const;
+    size_t bucket() const;
     const std::vector<TensorInfo>& inputs() const;
     const std::vector<TensorInfo>& outputs() const;
     std::string device_name() const;  // "NVIDIA H100 80GB HBM3 (sm_90)"
     int device() const;               // the CUDA device index
 
-    // Copies `t` into the input `name`; its dtype and shape must match exactly.
+    // Sets the actual shape of input `index` (a ranged plan; a static plan takes only its
+    // own shape): the shape variables its dimensions follow take its sizes, which changes
+    // the shapes of the other inputs and outputs that follow them. The inputs' contents
+    // are then undefined until set again.
+    void set_input_shape(size_t index, const Shape& shape);
+    // Copies `t` into the input `name`; its dtype and shape must match exactly (a ranged
+    // plan: a shape inside the ranges first sets the shape, as set_input_shape).
     void set_input(const std::string& name, const Tensor& t);
     // Copies `bytes` bytes of host memory into input `index` (bytes must equal its size).
     void set_input(size_t index, const void* data, size_t bytes);
@@ -77,7 +94,8 @@ public:
     void run(bool graph = false);
 
     // Device address of input / output `index` in the plan's memory, valid
-    // while the Runtime lives (writing / reading it directly needs no copy).
+    // while the Runtime lives (writing / reading it directly needs no copy); a
+    // ranged plan: its buffer at the actual shape, row-major (sized for the largest).
     void* input_address(size_t index) const;
     void* output_address(size_t index) const;
     // Enqueues one run on `stream` (a cudaStream_t of the plan's device; null:

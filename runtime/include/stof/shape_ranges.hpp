@@ -1,0 +1,42 @@
+// Shape ranges of a plan (plan::ShapeRanges): which bucket runs a given shape, and the
+// actual shapes of its inputs and outputs.
+//
+// A variable of range [min, max] has the buckets: every power of two p with
+// min <= p < max, then max (128..1024: 128, 256, 512, 1024; 100..1000: 128, 256, 512,
+// 1000; 1..8: 1, 2, 4, 8). A plan holds the product of its variables' buckets, at
+// most kMaxBuckets. A shape runs on the bucket whose sizes are, per variable, the
+// smallest bucket size >= the actual size.
+#pragma once
+
+#include "stof/plan.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stof::plan {
+
+constexpr size_t kMaxBuckets = 32;
+
+// The bucket sizes of a variable of range [min, max] (1 <= min <= max).
+std::vector<int64_t> bucket_sizes(int64_t min, int64_t max);
+
+// The shape `bucket_shape` (of a bucket's input or output) with each dimension that
+// follows a variable (dims[d] >= 0) set to that variable's value.
+Shape bound_shape(const Shape& bucket_shape, const std::vector<int32_t>& dims, const std::vector<int64_t>& values);
+
+// Sets the variables that input `index` (called `name` in messages) follows from
+// its actual shape; checks the rank, the fixed dimensions (equal to `bucket_shape`'s)
+// and each variable's range. Throws stof::Error naming the input and the range.
+void bind_input_shape(const ShapeRanges& r, size_t index, const std::string& name, const Shape& bucket_shape,
+                      const Shape& actual, std::vector<int64_t>& values);
+
+// The bucket that runs variables of sizes `values` (each inside its range).
+size_t pick_bucket(const ShapeRanges& r, const std::vector<int64_t>& values);
+
+// "seq=128..1024 (buckets 128, 256, 512, 1024)" per variable, "; "-separated.
+std::string describe_ranges(const ShapeRanges& r);
+// "batch=2, seq=256": the variables' sizes in bucket b.
+std::string describe_bucket(const ShapeRanges& r, size_t b);
+
+}  // namespace stof::plan
