@@ -71,6 +71,11 @@ public:
     SearchResult run() {
         SearchResult r;
         r.plan = initial_scheme(g_);
+        initial_ = r.plan;
+        stop_key_ = fmt::format("budget {}|stages {}{}|min_gain {}|stage2 {},{},{}|seed {}", opt_.budget_s, opt_.stage1,
+                                opt_.stage2, opt_.min_gain, opt_.stage2_first, opt_.stage2_batch, opt_.stage2_max_rounds,
+                                opt_.seed);
+        if (std::isfinite(opt_.budget_s)) recorded_stop_ = ev_.budget_stop(g_, initial_, stop_key_);
         r.initial_us = ev_.plan(g_, r.plan).us;
         if (opt_.stage1) stage1(r);
         r.stage1_us = opt_.stage1 ? ev_.plan(g_, r.plan).us : r.initial_us;
@@ -103,8 +108,14 @@ private:
         opt_.on_progress(
             {stage, index, count, evaluations_, gain_us, std::chrono::duration<double>(Clock::now() - start_).count()});
     }
-    bool out_of_time() const {
-        budget_spent_ = budget_spent_ || std::chrono::duration<double>(Clock::now() - start_).count() > opt_.budget_s;
+    // Whether the budget is spent: at the recorded stop when there is one, else by the clock
+    // (and then the stop is recorded).
+    bool out_of_time() {
+        if (budget_spent_) return true;
+        ++checks_;
+        budget_spent_ = recorded_stop_ ? checks_ >= *recorded_stop_
+                                       : std::chrono::duration<double>(Clock::now() - start_).count() > opt_.budget_s;
+        if (budget_spent_ && !recorded_stop_) ev_.record_budget_stop(g_, initial_, stop_key_, checks_);
         return budget_spent_;
     }
 
@@ -340,7 +351,11 @@ private:
     std::map<std::string, Timing> times_;
     int evaluations_ = 0;
     double gain1_ = 0;
-    mutable bool budget_spent_ = false;  // the search stopped early at opt_.budget_s  // stage 1's taken moves
+    bool budget_spent_ = false;  // the search stopped early at opt_.budget_s
+    int checks_ = 0;             // budget checks so far
+    std::optional<int> recorded_stop_;
+    FusionPlan initial_;
+    std::string stop_key_;
     const Clock::time_point start_ = Clock::now();
 };
 

@@ -25,6 +25,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,11 @@ public:
     virtual Timing plan(const ir::Graph& g, const FusionPlan& p);
     // The segments of p the search will ask for next (an evaluator may prepare them in parallel).
     virtual void prefetch(const ir::Graph&, const FusionPlan&, const std::vector<Segment>&) {}
+    // Where a search cut short by its time budget stopped (how many budget checks it made),
+    // recorded for the initial scheme p and search options `what`, so that a later search
+    // getting the same times stops at the same place and makes the same plan.
+    virtual std::optional<int> budget_stop(const ir::Graph&, const FusionPlan&, const std::string&) { return {}; }
+    virtual void record_budget_stop(const ir::Graph&, const FusionPlan&, const std::string&, int) {}
     // "measured", "cache" or "model": where the times come from.
     virtual const char* source() const = 0;
     // Where segment s's time came from, when it differs by segment (a cache).
@@ -65,7 +71,7 @@ struct SearchOptions {
     int stage2_first = 4;    // samples every kernel gets in round 0
     int stage2_batch = 16;   // samples a later round
     int stage2_max_rounds = 12;
-    double budget_s = std::numeric_limits<double>::infinity();
+    double budget_s = std::numeric_limits<double>::infinity();  // a stop recorded by the evaluator replaces it
     unsigned seed = 1;
     std::function<void(const std::string&)> progress;  // one line per step of the search
     std::function<void(const SearchProgress&)> on_progress;

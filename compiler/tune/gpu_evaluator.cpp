@@ -185,10 +185,24 @@ fusion::Timing GpuEvaluator::segment(const ir::Graph& g, const fusion::FusionPla
     return {m.median_us, m.spread_us};
 }
 
-fusion::Timing GpuEvaluator::plan(const ir::Graph& g, const fusion::FusionPlan& p) {
+std::string GpuEvaluator::plan_key(const ir::Graph& g, const fusion::FusionPlan& p) const {
     uint64_t h = codegen::fnv1a(g.name);
     for (const fusion::Segment& s : p.segments) h = codegen::fnv1a(key_of(g, s), codegen::fnv1a(std::to_string(s.position), h));
-    const std::string key = fmt::format("plan|{}|{:016x}", precision_name(opt_.lower.precision), h);
+    return fmt::format("plan|{}|{:016x}", precision_name(opt_.lower.precision), h);
+}
+
+std::optional<int> GpuEvaluator::budget_stop(const ir::Graph& g, const fusion::FusionPlan& p, const std::string& what) {
+    const std::optional<CacheRecord> r = cache_->find("stop|" + plan_key(g, p) + "|" + what);
+    if (!r || r->kind != "budget_stop" || !(r->us >= 1)) return {};
+    return static_cast<int>(r->us);
+}
+
+void GpuEvaluator::record_budget_stop(const ir::Graph& g, const fusion::FusionPlan& p, const std::string& what, int checks) {
+    cache_->put("stop|" + plan_key(g, p) + "|" + what, {static_cast<double>(checks), 0, 0, "budget_stop"});
+}
+
+fusion::Timing GpuEvaluator::plan(const ir::Graph& g, const fusion::FusionPlan& p) {
+    const std::string key = plan_key(g, p);
     if (const std::optional<CacheRecord> r = cache_->find(key)) return {r->us, r->spread};
     Measurement m;
     const Stopwatch t(stats_.whole_plans_s);

@@ -42,6 +42,8 @@ public:
     fusion::Timing segment(const ir::Graph& g, const fusion::FusionPlan& p, const fusion::Segment& s) override;
     fusion::Timing plan(const ir::Graph& g, const fusion::FusionPlan& p) override;
     void prefetch(const ir::Graph& g, const fusion::FusionPlan& p, const std::vector<fusion::Segment>& ss) override;
+    std::optional<int> budget_stop(const ir::Graph& g, const fusion::FusionPlan& p, const std::string& what) override;
+    void record_budget_stop(const ir::Graph& g, const fusion::FusionPlan& p, const std::string& what, int checks) override;
     const char* source() const override { return "measured"; }
     // "measured" or "cache": where segment s's time came from ("" when it has none).
     std::string source_of(const ir::Graph& g, const fusion::Segment& s) const override;
@@ -54,6 +56,7 @@ public:
 private:
     std::string key_of(const ir::Graph& g, const fusion::Segment& s) const;        // its time's key (config included)
     std::string signature_of(const ir::Graph& g, const fusion::Segment& s) const;  // its reference's key
+    std::string plan_key(const ir::Graph& g, const fusion::FusionPlan& p) const;   // a whole plan's key
     plan::Plan lowered(const ir::Graph& g, const fusion::FusionPlan& p, const fusion::Segment& s);
     Measurement measure(const plan::Plan& p, bool with_outputs);
     const std::vector<Tensor>* reference(const ir::Graph& g, const fusion::FusionPlan& p, const fusion::Segment& s);

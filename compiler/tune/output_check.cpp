@@ -24,6 +24,7 @@ std::string check_outputs(const std::vector<Tensor>& candidate, const std::vecto
         std::vector<double> diffs(chunks, 0), norms(chunks, 0);
         std::vector<int64_t> bad(chunks, -1);
         parallel_chunks(n, [&](size_t k, int64_t begin, int64_t end) {
+            double d = 0, r = 0;  // in registers: neighbouring chunks' sums share cache lines
             for (int64_t i = begin; i < end; ++i) {
                 const double x = a.get_f64(i), y = b.get_f64(i);
                 if (!std::isfinite(x) || !std::isfinite(y)) {
@@ -33,9 +34,11 @@ std::string check_outputs(const std::vector<Tensor>& candidate, const std::vecto
                     }
                     continue;
                 }
-                diffs[k] += (x - y) * (x - y);
-                norms[k] += y * y;
+                d += (x - y) * (x - y);
+                r += y * y;
             }
+            diffs[k] = d;
+            norms[k] = r;
         });
         double diff = 0, norm = 0;
         for (size_t k = 0; k < chunks; ++k) {

@@ -10,7 +10,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <chrono>
 #include <functional>
+#include <map>
+#include <optional>
+#include <thread>
 
 using namespace stof;
 using fusion::Segment;
@@ -230,4 +234,49 @@ TEST_CASE("search: a spent budget stops the search and says so in the result", "
     const fusion::SearchResult r = fusion::search(g, model, opt);
     CHECK(r.budget_spent);
     CHECK(r.moves.empty());
+}
+
+TEST_CASE("search: a search cut short by its budget stops at the same place when its stop is recorded", "[cpu][fusion]") {
+    std::mt19937_64 rng = test::make_rng();
+    const ir::Graph g = pipelined(gemm_residual_norm(rng, true));
+    // The oracle's times from a fixed function; it keeps the stops the search records, and
+    // takes `delay` to answer (the first search runs out of time, the later ones would not).
+    class Recording final : public fusion::Evaluator {
+    public:
+        fusion::Timing segment(const ir::Graph&, const fusion::FusionPlan&, const Segment& s) override {
+            std::this_thread::sleep_for(delay);
+            if (s.kind == SegmentKind::view) return {0, 0};
+            return {10.0 + static_cast<double>(s.nodes.size()) + 0.5 * s.config.algo + 0.01 * s.config.block, 0};
+        }
+        std::optional<int> budget_stop(const ir::Graph&, const fusion::FusionPlan&, const std::string& what) override {
+            auto it = stops.find(what);
+            return it == stops.end() ? std::nullopt : std::optional<int>(it->second);
+        }
+        void record_budget_stop(const ir::Graph&, const fusion::FusionPlan&, const std::string& what, int checks) override {
+            stops[what] = checks;
+        }
+        const char* source() const override { return "oracle"; }
+        std::chrono::milliseconds delay{0};
+        std::map<std::string, int> stops;
+    } ev;
+    fusion::SearchOptions opt;
+    opt.budget_s = 0.01;
+    ev.delay = std::chrono::milliseconds(3);
+    const fusion::SearchResult cut = fusion::search(g, ev, opt);
+    REQUIRE(cut.budget_spent);
+    REQUIRE(ev.stops.size() == 1);
+
+    ev.delay = std::chrono::milliseconds(0);
+    const fusion::SearchResult again = fusion::search(g, ev, opt);
+    CHECK(again.budget_spent);
+    CHECK(again.evaluations == cut.evaluations);
+    CHECK(again.choices == cut.choices);
+    REQUIRE(again.plan.segments.size() == cut.plan.segments.size());
+    for (size_t i = 0; i < cut.plan.segments.size(); ++i) CHECK(again.plan.segments[i].config == cut.plan.segments[i].config);
+
+    ev.stops.clear();  // without the record (and with time enough) the same search runs to its end
+    opt.budget_s = 60;
+    const fusion::SearchResult whole = fusion::search(g, ev, opt);
+    CHECK_FALSE(whole.budget_spent);
+    CHECK(whole.evaluations > cut.evaluations);
 }
