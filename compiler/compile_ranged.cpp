@@ -55,8 +55,8 @@ std::map<std::string, std::vector<int32_t>> check_padding(const ir::Graph& model
                                                           const PipelineOptions& base) {
     const plan::ShapeRanges& r = b.ranges;
     std::vector<int64_t> P, A;
-    for (const plan::ShapeVar& v : r.vars) {
-        const std::vector<int64_t> sizes = plan::bucket_sizes(v.min, v.max);
+    for (size_t k = 0; k < r.vars.size(); ++k) {
+        const std::vector<int64_t> sizes = plan::var_buckets(r, k);
         const int64_t p = sizes[0] == 1 && sizes.size() > 1 ? sizes[1] : sizes[0];
         P.push_back(p);
         A.push_back(std::max<int64_t>(1, p - std::max<int64_t>(1, p / 4)));

@@ -60,11 +60,11 @@ ShapeArgs parse_shape_args(const std::vector<std::string>& args) {
     return out;
 }
 
-std::string bucket_limit_problem(const plan::ShapeRanges& r) {
+std::string bucket_limit_problem(const plan::ShapeRanges& r, int per_doubling) {
     size_t product = 1;
     std::string counts;
     for (const plan::ShapeVar& v : r.vars) {
-        const size_t n = plan::bucket_sizes(v.min, v.max).size();
+        const size_t n = plan::bucket_sizes(v.min, v.max, per_doubling).size();
         product *= n;
         counts += fmt::format("{}{}: {}", counts.empty() ? "" : ", ", v.name, n);
     }
@@ -169,11 +169,11 @@ RangeBinding bind_ranges(const ir::Graph& g, const ShapeArgs& args) {
         STOF_CHECK(used, "--shape {}={}..{}: no input dimension follows it (an input given a fixed --shape overrides it)",
                    r.vars[k].name, r.vars[k].min, r.vars[k].max);
     }
-    const std::string limit = bucket_limit_problem(r);
+    const std::string limit = bucket_limit_problem(r, args.per_doubling);
     STOF_CHECK(limit.empty(), "{}", limit);
     // Buckets: the product in lexicographic order.
     std::vector<std::vector<int64_t>> sizes;
-    for (const plan::ShapeVar& v : r.vars) sizes.push_back(plan::bucket_sizes(v.min, v.max));
+    for (const plan::ShapeVar& v : r.vars) sizes.push_back(plan::bucket_sizes(v.min, v.max, args.per_doubling));
     std::vector<size_t> idx(sizes.size(), 0);
     while (true) {
         std::vector<int64_t> values;

@@ -23,6 +23,7 @@ struct ShapeArgs {
         std::vector<std::pair<int64_t, int64_t>> dims;  // [min, max] per dimension; min == max: fixed
     };
     std::vector<Ranged> ranged;  // the arguments with at least one MIN..MAX, in order
+    int per_doubling = 1;        // bucket sizes per doubling of a range (--shape-buckets; plan::bucket_sizes)
 };
 
 // Throws stof::Error naming the argument for a bad size or range (0, MIN > MAX, "8..",
@@ -34,7 +35,8 @@ ShapeArgs parse_shape_args(const std::vector<std::string>& args);
 // names (input_ids=1..8x128..4096 with input_ids [batch, seq]), is the variable of that
 // name and every input dimension of that name follows it; a range on an unnamed input
 // dimension is the variable "NAME[d]". Buckets: the product of the variables' bucket
-// sizes (plan::bucket_sizes), in lexicographic order (the last is every maximum).
+// sizes (plan::bucket_sizes with args.per_doubling), in lexicographic order (the last
+// is every maximum).
 struct RangeBinding {
     plan::ShapeRanges ranges;  // vars, input_dims (per graph input), bucket_values; output_dims empty
     std::map<std::string, Shape> fixed;
@@ -51,7 +53,7 @@ struct RangeBinding {
 RangeBinding bind_ranges(const ir::Graph& g, const ShapeArgs& args);
 
 // The bucket count limit's message, or "" when the product is within plan::kMaxBuckets.
-std::string bucket_limit_problem(const plan::ShapeRanges& r);
+std::string bucket_limit_problem(const plan::ShapeRanges& r, int per_doubling);
 
 // Symbolic dimensions of g's inputs that no --shape sizes: the defaults (batch 1 for a
 // dimension whose name contains "batch" or an unnamed first dimension, else 128) as

@@ -86,6 +86,12 @@ TEST_CASE("bucket sizes are the powers of two in the range and its maximum", "[c
     CHECK(plan::bucket_sizes(100, 110) == std::vector<int64_t>{110});
     CHECK(plan::bucket_sizes(5, 5) == std::vector<int64_t>{5});
     test::require_error([] { plan::bucket_sizes(0, 4); }, "need 1 <= MIN <= MAX");
+    // More sizes per doubling pad less: 4 gives steps of a quarter of the power of two.
+    CHECK(plan::bucket_sizes(128, 1024, 4) ==
+          std::vector<int64_t>{128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896, 1024});
+    CHECK(plan::bucket_sizes(100, 300, 2) == std::vector<int64_t>{128, 192, 256, 300});
+    CHECK(plan::bucket_sizes(1, 8, 4) == std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8});
+    test::require_error([] { plan::bucket_sizes(1, 8, 17); }, "17 buckets per doubling: take 1..16");
 }
 
 TEST_CASE("a shape runs on the smallest bucket that holds it", "[cpu][shapes]") {
@@ -258,7 +264,11 @@ TEST_CASE("a plan with several buckets survives the file format; a damaged bucke
     plan::Plan bad = p;
     bad.ranges.bucket_values[1] = {1, 48};
     test::require_error([&] { plan::parse_plan(plan::serialize_plan(bad), "ranged.plan"); },
-                        "shapes: bucket 1: 'seq' = 48 is not one of its buckets");
+                        "shapes: the variables have 8 buckets, the plan holds 6");
+    bad = p;
+    bad.ranges.vars[1].max = 80;
+    test::require_error([&] { plan::validate(bad); },
+                        "shapes: the buckets of 'seq' (16, 32, 64) leave its range 16..80 or do not end with its maximum");
     bad = p;
     bad.ranges.output_dims[0] = {0, -1, -1};
     test::require_error([&] { plan::validate(bad); }, "output 'last_hidden_state' has shape");
@@ -293,7 +303,20 @@ TEST_CASE("the hand-built ranged plan round-trips; every flipped byte and trunca
     plan::Plan missing = p;
     missing.buckets.pop_back();
     missing.ranges.bucket_values.pop_back();
-    test::require_error([&] { plan::validate(missing); }, "shapes: the variables have 2 buckets, the plan holds 1");
+    test::require_error([&] { plan::validate(missing); }, "shapes: the buckets of 'n' (4) leave its range 3..8");
+}
+
+TEST_CASE("finer buckets: the plan records its sizes and the runtime picks among them", "[cpu][shapes]") {
+    ir::Graph relu = import_onnx_bytes(seq_model("Relu"), "", "m");
+    ShapeArgs args = parse_shape_args({"seq=100..300", "batch=1"});
+    args.per_doubling = 2;
+    const plan::Plan p = compile_ranged(relu, args, offline_options());
+    REQUIRE(p.buckets.size() == 4);
+    CHECK(plan::var_buckets(p.ranges, 0) == std::vector<int64_t>{128, 192, 256, 300});
+    const plan::Plan back = plan::parse_plan(plan::serialize_plan(p), "fine.plan");
+    CHECK(back.ranges.bucket_values[plan::pick_bucket(back.ranges, {129})] == std::vector<int64_t>{192});
+    CHECK(back.ranges.bucket_values[plan::pick_bucket(back.ranges, {257})] == std::vector<int64_t>{300});
+    CHECK(plan::describe_ranges(back.ranges) == "seq=100..300 (buckets 128, 192, 256, 300)");
 }
 
 TEST_CASE("stofc compile --shape MIN..MAX writes one plan; inspect lists its buckets", "[cpu][shapes]") {
@@ -322,6 +345,9 @@ TEST_CASE("stofc compile --shape MIN..MAX writes one plan; inspect lists its buc
                                                   "--shape", "seq=64..16", "--shape", "batch=1"});
     CHECK(bad.rc == 1);
     CHECK(bad.err == "stofc: error: --shape seq=64..16: the range 64..16 has MIN > MAX\n");
+    const test::ToolResult many = test::run_stofc({"compile", "--offline", zoo("bert-torchscript"), "-o", dir + "/x.plan",
+                                                   "--shape", "seq=16..64", "--shape-buckets", "0"});
+    CHECK(many.err == "stofc: error: --shape-buckets 0: take 1..16\n");
     CHECK(!std::filesystem::exists(dir + "/x.plan"));
 }
 

@@ -33,6 +33,7 @@ struct CompileArgs {
     std::vector<std::string> masks;
     bool offline = false;
     int jobs = 0;
+    int shape_buckets = 1;
 };
 
 // "sm_90" for the current GPU, or "" (with the reason) when there is none.
@@ -85,7 +86,10 @@ void run_compile(const CompileArgs& a) {
     STOF_CHECK(!std::filesystem::equivalent(output, a.model, ec), "-o {} names the input model {}: the plan would overwrite it",
                output, a.model);
 
-    const ShapeArgs shapes = parse_shape_args(a.shapes);
+    ShapeArgs shapes = parse_shape_args(a.shapes);
+    shapes.per_doubling = a.shape_buckets;
+    STOF_CHECK(a.shape_buckets >= 1 && a.shape_buckets <= plan::kMaxBucketsPerDoubling, "--shape-buckets {}: take 1..{}",
+               a.shape_buckets, plan::kMaxBucketsPerDoubling);
     ir::Graph g = import_onnx_file(a.model);
     spdlog::info("imported {}: {} nodes, opset {}", a.model, g.nodes.size(), g.opset);
     CompileOptions opt;
@@ -184,6 +188,10 @@ void add_compile_command(CLI::App& app) {
                     "(seq=128..1024, input_ids=1..8x128..4096) makes a plan for the whole range, one shape bucket per "
                     "power of two (at most 32 buckets). Repeatable; without any --shape, symbolic dimensions get batch 1, "
                     "others 128");
+    cmd->add_option("--shape-buckets", args->shape_buckets,
+                    "Shape buckets per doubling of each --shape range: 1 (the powers of two), 2 (also 1.5x), 4 (steps of "
+                    "1.25x), ... up to 16: more buckets pad less, and make a larger plan")
+        ->capture_default_str();
     cmd->add_option("--mask", args->masks, kMaskHelp);
     cmd->add_option("--attention-kernel", args->attention_kernel,
                     "Sparse attention kernel: auto (the analytical selector), block-wise or row-wise")

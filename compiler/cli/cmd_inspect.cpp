@@ -133,8 +133,10 @@ nlohmann::json to_json(const plan::Plan& p) {
         j["meta"] = to_json(p.buckets[0])["meta"];
         j["meta"]["notes"] = p.meta.notes;
         json vars = json::array();
-        for (const plan::ShapeVar& v : p.ranges.vars)
-            vars.push_back({{"name", v.name}, {"min", v.min}, {"max", v.max}, {"buckets", plan::bucket_sizes(v.min, v.max)}});
+        for (size_t k = 0; k < p.ranges.vars.size(); ++k) {
+            const plan::ShapeVar& v = p.ranges.vars[k];
+            vars.push_back({{"name", v.name}, {"min", v.min}, {"max", v.max}, {"buckets", plan::var_buckets(p.ranges, k)}});
+        }
         json inputs = json::object(), outputs = json::object();
         const plan::Plan& b0 = p.buckets[0];
         for (size_t i = 0; i < b0.inputs.size(); ++i) inputs[b0.tensors[b0.inputs[i]].name] = p.ranges.input_dims[i];
@@ -248,9 +250,9 @@ void print_text(const std::string& path, const plan::Plan& p) {
     }
     const plan::ShapeRanges& r = p.ranges;
     fmt::format_to(o, "shape ranges: {}\n", r.vars.size());
-    for (const plan::ShapeVar& v : r.vars)
-        fmt::format_to(o, "  {:<16} {}..{}  buckets {}\n", v.name, v.min, v.max,
-                       fmt::join(plan::bucket_sizes(v.min, v.max), ", "));
+    for (size_t k = 0; k < r.vars.size(); ++k)
+        fmt::format_to(o, "  {:<16} {}..{}  buckets {}\n", r.vars[k].name, r.vars[k].min, r.vars[k].max,
+                       fmt::join(plan::var_buckets(r, k), ", "));
     const plan::Plan& b0 = p.buckets[0];
     auto dims = [&](const plan::TensorDesc& t, const std::vector<int32_t>& d) {
         std::string s;

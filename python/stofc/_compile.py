@@ -60,14 +60,16 @@ def _failure_message(lines, returncode):
     return first or f"stofc exited with status {returncode}"
 
 
-def compile(model, output=None, *, shape=None, precision=None, mask=None, arch=None, offline=False,
-            attention_kernel=None, cache_dir=None, jobs=None, verbose=False, quiet=False, extra_args=(), env=None):
+def compile(model, output=None, *, shape=None, shape_buckets=None, precision=None, mask=None, arch=None,
+            offline=False, attention_kernel=None, cache_dir=None, jobs=None, verbose=False, quiet=False, extra_args=(),
+            env=None):
     """Compiles an ONNX model into a plan file with the bundled `stofc compile`; returns the plan's Path.
 
     model: the .onnx file. output: the plan file (default: <model stem>.plan beside the model).
     shape: {input name: dims or dimension name: size}, e.g. {"batch": 1, "seq": 128} or {"input_ids": (1, 128)};
     a string size "MIN..MAX" compiles a plan for the whole range ({"seq": "128..1024"}, see Plan)
-    (--shape). precision: "fp32", "fp16" or "bf16". mask: a mask spec ("sliding:64"), a list of specs, or
+    (--shape); shape_buckets: buckets per doubling of a range (--shape-buckets, default 1).
+    precision: "fp32", "fp16" or "bf16". mask: a mask spec ("sliding:64"), a list of specs, or
     {layers: spec} per layer ({"0-5": "causal"}) (--mask). arch: "sm_80", "sm_90", ... offline=True: do not
     touch a GPU (compile for arch, default sm_90). attention_kernel: "auto", "block-wise" or "row-wise".
     cache_dir: the kernel cache. jobs: parallel NVRTC compilations. verbose: stofc -v. extra_args: more
@@ -80,8 +82,8 @@ def compile(model, output=None, *, shape=None, precision=None, mask=None, arch=N
     output = Path(output) if output is not None else model.with_suffix(".plan")
     cmd = [str(stofc_path())] + (["-v"] if verbose else []) + ["compile", str(model), "-o", str(output)]
     cmd += _shape_args(shape) + _mask_args(mask)
-    for flag, value in (("--precision", precision), ("--arch", arch), ("--attention-kernel", attention_kernel),
-                        ("--cache-dir", cache_dir), ("--jobs", jobs)):
+    for flag, value in (("--shape-buckets", shape_buckets), ("--precision", precision), ("--arch", arch),
+                        ("--attention-kernel", attention_kernel), ("--cache-dir", cache_dir), ("--jobs", jobs)):
         if value is not None:
             cmd += [flag, str(value)]
     if offline:

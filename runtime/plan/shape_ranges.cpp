@@ -4,15 +4,32 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 namespace stof::plan {
 
-std::vector<int64_t> bucket_sizes(int64_t min, int64_t max) {
-    STOF_CHECK(min >= 1 && min <= max, "shape range {}..{}: need 1 <= MIN <= MAX", min, max);
+std::vector<int64_t> bucket_sizes(int64_t min, int64_t max, int per_doubling) {
+    STOF_CHECK(min >= 1 && min <= max && max <= (int64_t{1} << 40), "shape range {}..{}: need 1 <= MIN <= MAX <= 2^40", min,
+               max);
+    STOF_CHECK(per_doubling >= 1 && per_doubling <= kMaxBucketsPerDoubling, "{} buckets per doubling: take 1..{}", per_doubling,
+               kMaxBucketsPerDoubling);
     std::vector<int64_t> out;
-    for (int64_t p = 1; p < max && p <= (int64_t{1} << 61); p *= 2)
-        if (p >= min) out.push_back(p);
+    for (int64_t p = 1; p < max; p *= 2)
+        for (int64_t k = 0; k < per_doubling; ++k) {
+            const int64_t size = (p * (per_doubling + k) + per_doubling - 1) / per_doubling;
+            if (size >= min && size < max && (out.empty() || size > out.back())) out.push_back(size);
+        }
     out.push_back(max);
     return out;
+}
+
+std::vector<int64_t> var_buckets(const ShapeRanges& r, size_t v) {
+    std::vector<int64_t> sizes;
+    for (const std::vector<int64_t>& b : r.bucket_values)
+        if (v < b.size()) sizes.push_back(b[v]);
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    return sizes;
 }
 
 Shape bound_shape(const Shape& bucket_shape, const std::vector<int32_t>& dims, const std::vector<int64_t>& values) {
@@ -62,7 +79,7 @@ size_t pick_bucket(const ShapeRanges& r, const std::vector<int64_t>& values) {
         const ShapeVar& var = r.vars[v];
         STOF_CHECK(values[v] >= var.min && values[v] <= var.max, "'{}' is {}, outside the plan's range {}..{}", var.name,
                    values[v], var.min, var.max);
-        for (int64_t b : bucket_sizes(var.min, var.max))
+        for (int64_t b : var_buckets(r, v))
             if (b >= values[v]) {
                 want[v] = b;
                 break;
@@ -75,9 +92,9 @@ size_t pick_bucket(const ShapeRanges& r, const std::vector<int64_t>& values) {
 
 std::string describe_ranges(const ShapeRanges& r) {
     std::string s;
-    for (const ShapeVar& v : r.vars)
-        s += fmt::format("{}{}={}..{} (buckets {})", s.empty() ? "" : "; ", v.name, v.min, v.max,
-                         fmt::join(bucket_sizes(v.min, v.max), ", "));
+    for (size_t k = 0; k < r.vars.size(); ++k)
+        s += fmt::format("{}{}={}..{} (buckets {})", s.empty() ? "" : "; ", r.vars[k].name, r.vars[k].min, r.vars[k].max,
+                         fmt::join(var_buckets(r, k), ", "));
     return s;
 }
 

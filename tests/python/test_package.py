@@ -86,6 +86,11 @@ class Package(unittest.TestCase):
                                          capture_output=True, text=True, check=True).stdout)
         sizes = [(b["sizes"]["batch"], b["sizes"]["seq"]) for b in info["buckets"]]
         self.assertEqual(sizes, [(1, 32), (1, 64), (1, 128), (2, 32), (2, 64), (2, 128)])
+        plan = stofc.compile(MODEL, WORK / "ranged2.plan", shape={"batch": 1, "seq": "32..128"}, shape_buckets=2,
+                             offline=True, cache_dir=WORK / "cache", quiet=True)
+        info = json.loads(subprocess.run([str(stofc.stofc_path()), "inspect", str(plan), "--json"],
+                                         capture_output=True, text=True, check=True).stdout)
+        self.assertEqual(info["shape_ranges"]["vars"][0]["buckets"], [32, 48, 64, 96, 128])
 
     def test_compile_without_shape_uses_defaults(self):
         plan = stofc.compile(MODEL, WORK / "noshape.plan", offline=True, cache_dir=WORK / "cache", quiet=True)

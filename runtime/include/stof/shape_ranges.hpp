@@ -1,10 +1,12 @@
 // Shape ranges of a plan (plan::ShapeRanges): which bucket runs a given shape, and the
 // actual shapes of its inputs and outputs.
 //
-// A variable of range [min, max] has the buckets: every power of two p with
-// min <= p < max, then max (128..1024: 128, 256, 512, 1024; 100..1000: 128, 256, 512,
-// 1000; 1..8: 1, 2, 4, 8). A plan holds the product of its variables' buckets, at
-// most kMaxBuckets. A shape runs on the bucket whose sizes are, per variable, the
+// stofc compiles a variable of range [min, max] for the bucket sizes bucket_sizes
+// gives: by default every power of two p with min <= p < max, then max (128..1024:
+// 128, 256, 512, 1024; 100..1000: 128, 256, 512, 1000; 1..8: 1, 2, 4, 8). A plan
+// holds the product of its variables' bucket sizes, at most kMaxBuckets, and records
+// each bucket's sizes: a variable's bucket sizes are the sizes its buckets take
+// (var_buckets). A shape runs on the bucket whose sizes are, per variable, the
 // smallest bucket size >= the actual size.
 #pragma once
 
@@ -18,8 +20,15 @@ namespace stof::plan {
 
 constexpr size_t kMaxBuckets = 32;
 
-// The bucket sizes of a variable of range [min, max] (1 <= min <= max).
-std::vector<int64_t> bucket_sizes(int64_t min, int64_t max);
+// The bucket sizes of a variable of range [min, max] (1 <= min <= max) with
+// `per_doubling` sizes between consecutive powers of two (1..16): p * (1 + k / n)
+// rounded up, k = 0..n-1 (n = 4: 128, 160, 192, 224, 256, 320, ...), those in [min,
+// max), then max.
+constexpr int kMaxBucketsPerDoubling = 16;
+std::vector<int64_t> bucket_sizes(int64_t min, int64_t max, int per_doubling = 1);
+
+// The sizes variable v takes in r's buckets, ascending.
+std::vector<int64_t> var_buckets(const ShapeRanges& r, size_t v);
 
 // The shape `bucket_shape` (of a bucket's input or output) with each dimension that
 // follows a variable (dims[d] >= 0) set to that variable's value.
