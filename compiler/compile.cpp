@@ -59,6 +59,7 @@ std::vector<plan::SegmentInfo> segment_infos(const ir::Graph& g, const fusion::S
 
 plan::Plan compile_model(ir::Graph& g, CompileOptions opt) {
     opt.pipeline.pass.plan_precision = opt.lower.precision;
+    opt.pipeline.host_values = false;  // the plan's own memory is checked after lowering
     std::vector<std::string> notes;
     opt.pipeline.pass.note = [&](const std::string& n) { notes.push_back(n); };
     run_pipeline(g, opt.pipeline);

@@ -33,8 +33,12 @@ MemoryEstimate estimate_memory(const ir::Graph& g) {
     return e;
 }
 
-void check_memory_estimate(const ir::Graph& g) {
+void check_memory_estimate(const ir::Graph& g, bool values) {
     const MemoryEstimate e = estimate_memory(g);
+    if (!values) {
+        check_memory(e.weights, "the model's weights", format_bytes(e.weights));
+        return;
+    }
     check_memory(e.weights + e.values, "the model at these input shapes",
                  fmt::format("weights {}, intermediate values {}", format_bytes(e.weights), format_bytes(e.values)));
 }

@@ -18,8 +18,9 @@ struct MemoryEstimate {
 // Shapes and types must be known (after infer-shapes).
 MemoryEstimate estimate_memory(const ir::Graph& g);
 
-// A stof::Error with the figures when weights + values exceed memory_limit()
-// (stof/memory_limit.hpp); run_pipeline calls it once shapes are known.
-void check_memory_estimate(const ir::Graph& g);
+// A stof::Error with the figures when weights + values (the weights alone
+// unless `values`) exceed memory_limit() (stof/memory_limit.hpp); run_pipeline
+// calls it once shapes are known.
+void check_memory_estimate(const ir::Graph& g, bool values = true);
 
 }  // namespace stof

@@ -60,7 +60,7 @@ void run_pipeline(ir::Graph& g, const PipelineOptions& opt) {
         }
         // Shapes are known from here: what running the model needs is checked before a
         // later pass or the interpreter allocates anything of that size.
-        if (p.run == passes::infer_shapes) check_memory_estimate(g);
+        if (p.run == passes::infer_shapes) check_memory_estimate(g, opt.host_values);
         if (opt.after_pass) opt.after_pass(p, g);
     }
 }

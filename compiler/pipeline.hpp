@@ -27,6 +27,10 @@ struct PipelineOptions {
     // --dump-after: a pass name, "partition" or "all"; the IR is printed after
     // matching passes (the partition by whoever builds it: compile_model, stofc ir).
     std::string dump_after;
+    // The graph's intermediate values will be computed on the host (stofc eval's
+    // interpreter): the memory check after infer-shapes counts them with the weights.
+    // A compile holds only the weights (and folded constants) on the host.
+    bool host_values = true;
     // Called after each pass (tests check invariants and equivalence here).
     std::function<void(const PassInfo&, const ir::Graph&)> after_pass;
 };

@@ -5,6 +5,7 @@
 // Operands are read and written where they are, with the strides of their
 // layout (ops/attention_layout.hpp).
 #include "codegen/emitters.hpp"
+#include "mask/mask_builder.hpp"
 #include "precision.hpp"
 #include "ops/attention_layout.hpp"
 #include "stof/error.hpp"
@@ -59,6 +60,7 @@ void emit_attention(LowerState& st, const ir::Node& n) {
     // A keep pattern that arrives at run time ([1|B,1|H,Sq,Sk] bool): converted on the
     // GPU once per run and value, before its first attention.
     const bool has_keep = n.inputs.size() > 3 && n.inputs[3] != ir::kNoValue;
+    const ir::MaskTilesAttr tiles = n.attrs.mask_tiles("keep_tiles");
     if (has_keep && !g.value(n.inputs[3]).data) {
         auto [it, fresh] = st.runtime_masks.try_emplace(n.inputs[3], -1);
         if (fresh) {
@@ -91,14 +93,16 @@ void emit_attention(LowerState& st, const ir::Node& n) {
         a.kernel = st.attention_kernel == AttentionKernelChoice::row_wise ? 1 : 0;
         spdlog::info("{}: mask {} built at run time from '{}', {} kernel", n.label(), n.attrs.s("mask", "dense"),
                      g.value(n.inputs[3]).name, a.kernel == 1 ? "row-wise" : "block-wise");
-    } else if (auto [it, fresh] = st.static_masks.try_emplace({has_keep ? n.inputs[3] : ir::kNoValue, Sq, Sk});
+    } else if (auto [it, fresh] = st.static_masks.try_emplace({has_keep ? n.inputs[3] : ir::kNoValue, tiles.get(), Sq, Sk});
                !fresh) {  // the same pattern as an earlier attention
         std::tie(a.mask, a.kernel) = it->second;
     } else {
-        // The pattern: the keep constant ([Sq,Sk] or [1|B,1|H,Sq,Sk]) or all kept.
+        // The pattern: keep_tiles, the keep constant ([Sq,Sk] or [1|B,1|H,Sq,Sk]) or all kept.
         plan::MaskEntry entry;
         entry.spec = n.attrs.s("mask", "dense");
-        if (has_keep) {
+        if (tiles) {
+            entry.mask = *tiles;
+        } else if (has_keep) {
             const Tensor& keep = *g.value(n.inputs[3]).data;
             const int64_t mb = keep.shape.size() == 4 ? keep.shape[0] : 1, mh = keep.shape.size() == 4 ? keep.shape[1] : 1;
             std::vector<uint8_t> dense(static_cast<size_t>(keep.numel()));
@@ -106,8 +110,7 @@ void emit_attention(LowerState& st, const ir::Node& n) {
             entry.mask = from_dense(dense.data(), static_cast<int32_t>(mb), static_cast<int32_t>(mh), static_cast<int32_t>(Sq),
                                     static_cast<int32_t>(Sk), 64, 64);
         } else {
-            const std::vector<uint8_t> dense(static_cast<size_t>(Sq * Sk), 1);
-            entry.mask = from_dense(dense.data(), 1, 1, static_cast<int32_t>(Sq), static_cast<int32_t>(Sk), 64, 64);
+            entry.mask = build_mask(MaskSpec{}, Sq, Sk);  // every tile full
         }
         const SparseMaskStats stats = mask_stats(entry.mask);
         const kernels::SelectorDecision decision = kernels::decide_attention_kernel(stats.rho, Sk);

@@ -45,6 +45,11 @@ std::vector<double> Attrs::floats(const std::string& key, const std::vector<doub
 
 const Tensor* Attrs::tensor(const std::string& key) const { return get<Tensor>(key); }
 
+MaskTilesAttr Attrs::mask_tiles(const std::string& key) const {
+    const MaskTilesAttr* v = get<MaskTilesAttr>(key);
+    return v ? *v : nullptr;
+}
+
 std::string attr_str(const AttrValue& v) {
     struct Visitor {
         std::string operator()(int64_t x) const { return std::to_string(x); }
@@ -55,6 +60,12 @@ std::string attr_str(const AttrValue& v) {
         std::string operator()(const Tensor& x) const { return "tensor " + x.describe(); }
         std::string operator()(const std::vector<std::string>& x) const {
             return fmt::format("[\"{}\"]", fmt::join(x, "\",\""));
+        }
+        std::string operator()(const MaskTilesAttr& m) const {
+            if (!m) return "tiles none";
+            return fmt::format("tiles {}x{}x{}x{} ({}x{}): {} listed, {} partial", m->mask_batch, m->mask_heads, m->rows,
+                               m->cols, m->tile_m, m->tile_n, m->col_idx.size(),
+                               m->bitmaps.size() / static_cast<size_t>(m->words_per_tile()));
         }
     };
     return std::visit(Visitor{}, v);

@@ -1,18 +1,23 @@
 // Node attributes: ONNX-style named values, typed getters with defaults.
 #pragma once
 
+#include "stof/sparse_mask.hpp"
 #include "stof/tensor.hpp"
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
 
 namespace stof::ir {
 
-using AttrValue =
-    std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>, Tensor, std::vector<std::string>>;
+// A mask pattern in the sparse format (SparseAttention's `keep_tiles`): shared, never copied.
+using MaskTilesAttr = std::shared_ptr<const SparseMask>;
+
+using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>, Tensor,
+                               std::vector<std::string>, MaskTilesAttr>;
 
 class Attrs {
 public:
@@ -26,7 +31,8 @@ public:
     std::string s(const std::string& key, const std::string& def) const;
     std::vector<int64_t> ints(const std::string& key, const std::vector<int64_t>& def = {}) const;
     std::vector<double> floats(const std::string& key, const std::vector<double>& def = {}) const;
-    const Tensor* tensor(const std::string& key) const;  // nullptr when absent
+    const Tensor* tensor(const std::string& key) const;      // nullptr when absent
+    MaskTilesAttr mask_tiles(const std::string& key) const;  // null when absent
 
     const std::map<std::string, AttrValue>& all() const { return values_; }
 

@@ -5,6 +5,8 @@
 // all kept); bias: float of the same broadcast forms (absent: none); padding:
 // [B,Sk] integer or bool, nonzero = key valid (absent: all valid).
 // Attributes: scale (float), mask (text describing the pattern, for reports),
+// keep_tiles (the keep pattern in the sparse format, [1|B,1|H] patterns of
+// Sq x Sk, in place of the keep input: one too large to hold densely),
 // layout, heads, kv_heads, head_offsets (ops/attention_layout.hpp: q, k, v and
 // the output may each be [B,S,H,D] instead of the [B,H,S,D] shown here, and
 // q, k, v tensors may hold more heads than used).
@@ -66,6 +68,13 @@ std::vector<TensorType> infer_SparseAttention(const Node& n, const std::vector<I
     check_pattern(n, in, 3, "keep", q.b, q.h, q.s, k.s);
     check_pattern(n, in, 4, "bias", q.b, q.h, q.s, k.s);
     if (in.size() > 3 && in[3].present) STOF_CHECK(in[3].dtype == DType::boolean, "{}: keep must be bool", n.label());
+    if (const ir::MaskTilesAttr t = n.attrs.mask_tiles("keep_tiles")) {
+        STOF_CHECK(!(in.size() > 3 && in[3].present), "{}: a keep input and keep_tiles", n.label());
+        STOF_CHECK(t->rows == q.s && t->cols == k.s && (t->mask_batch == 1 || t->mask_batch == q.b) &&
+                       (t->mask_heads == 1 || t->mask_heads == q.h),
+                   "{}: keep_tiles of {}x{}x{}x{} do not fit [{},{},{},{}]", n.label(), t->mask_batch, t->mask_heads, t->rows,
+                   t->cols, q.b, q.h, q.s, k.s);
+    }
     if (in.size() > 5 && in[5].present)
         STOF_CHECK(in[5].shape == Shape({q.b, k.s}) && !is_float(in[5].dtype), "{}: padding must be integer [{},{}]", n.label(),
                    q.b, k.s);
@@ -87,6 +96,7 @@ std::vector<Tensor> eval_SparseAttention(const Node& n, const Inputs& in, const 
                            os = attention_strides(attention_dims(out[0].shape, l.o), l.o);
     const int64_t q0 = hs.offset[0] * qs.h, k0 = hs.offset[1] * ks.h, v0 = hs.offset[2] * vs.h;
     const double scale = n.attrs.f("scale", 1.0);
+    const ir::MaskTilesAttr tiles = n.attrs.mask_tiles("keep_tiles");
     Tensor r(out[0].dtype, out[0].shape);
     std::vector<double> s(static_cast<size_t>(Sk));
     std::vector<char> kept(static_cast<size_t>(Sk));
@@ -97,6 +107,8 @@ std::vector<Tensor> eval_SparseAttention(const Node& n, const Inputs& in, const 
                 double mx = -std::numeric_limits<double>::infinity();
                 for (int64_t j = 0; j < Sk; ++j) {
                     bool on = (!keep || keep->get_i64(pattern_index(keep->shape, b, h, i, j)) != 0) &&
+                              (!tiles || tiles->keep(tiles->pattern_of(static_cast<int32_t>(b), static_cast<int32_t>(h)),
+                                                     static_cast<int32_t>(i), static_cast<int32_t>(j))) &&
                               (!pad || pad->get_i64(b * Sk + j) != 0);
                     kept[static_cast<size_t>(j)] = on;
                     if (!on) continue;

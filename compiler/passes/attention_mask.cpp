@@ -1,9 +1,11 @@
 #include "passes/attention_mask.hpp"
 
 #include "interp/interpreter.hpp"
+#include "passes/mask_tiles.hpp"
 #include "passes/passes.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
@@ -70,7 +72,7 @@ Tensor collapse(const std::vector<double>& a, DType dt, int64_t b, int64_t h, in
 // that small), evaluated by the reference interpreter.
 class MaskProbe {
 public:
-    MaskProbe(const Matcher& m, const AttentionMatch& a, ValueId input) : sub_(m.g) {
+    MaskProbe(const Matcher& m, const AttentionMatch& a, ValueId input, const PassOptions& opt) : sub_(m.g) {
         const ir::Graph& g = m.g;
         ir::Value probe_value;
         probe_value.name = sub_.unique_name("attention_score_probe");
@@ -85,15 +87,23 @@ public:
         const ValueId out = a.mask_nodes.back()->outputs[0];
         sub_.outputs = {out};
         eliminate_dead_code(sub_, {});
-        infer_shapes(sub_, {});
+        PassOptions shapes;
+        shapes.fold_limit = opt.fold_limit;
+        infer_shapes(sub_, shapes);
         out_name_ = g.value(out).name;
         input_name_ = input == ir::kNoValue ? "" : g.value(input).name;
+        probe_ = sub_.find_value(probe_name_);
+        input_ = input == ir::kNoValue ? ir::kNoValue : sub_.find_value(input_name_);
         shape_ = sub_.value(sub_.outputs[0]).shape;
         shape_.insert(shape_.begin(), 4 - std::min<size_t>(4, shape_.size()), 1);
     }
 
     // The mask's shape, padded to rank 4 with leading ones.
     const Shape& shape() const { return shape_; }
+    // The mask nodes' graph (the output: the mask), its probe input and the model input.
+    const ir::Graph& graph() const { return sub_; }
+    ValueId probe() const { return probe_; }
+    ValueId input() const { return input_; }
 
     // The mask for one input (element k = valid[k]) as its additive equivalent,
     // [mb, mh, Sq, Sk] with -inf where masked; nullopt when the scores are not
@@ -124,6 +134,7 @@ public:
 
 private:
     ir::Graph sub_;
+    ValueId probe_ = ir::kNoValue, input_ = ir::kNoValue;
     std::string probe_name_, out_name_, input_name_;
     Shape shape_;
 };
@@ -202,7 +213,8 @@ std::string mask_key(const Matcher& m, const AttentionMatch& a, const ScoreDims&
     return k;
 }
 
-MaskMeaning analyse_mask(const Matcher& m, const AttentionMatch& a, const ScoreDims& dims) {
+MaskMeaning analyse_mask(const Matcher& m, const AttentionMatch& a, const ScoreDims& dims, const PassOptions& opt,
+                         MaskMethod method) {
     const ir::Graph& g = m.g;
     const int64_t B = dims.b, H = dims.h, Sq = dims.sq, Sk = dims.sk;
     MaskMeaning r;
@@ -224,13 +236,34 @@ MaskMeaning analyse_mask(const Matcher& m, const AttentionMatch& a, const ScoreD
         full = input;
         pad = ir::kNoValue;
     }
-    MaskProbe probe(m, a, input);
+    MaskProbe probe(m, a, input, opt);
     const Shape& rs = probe.shape();
     if (rs.size() != 4 || (rs[0] != 1 && rs[0] != B) || (rs[1] != 1 && rs[1] != H)) {
         r.why_not = "the mask of shape " + shape_str(rs) + " does not broadcast to the scores";
         return r;
     }
     const int64_t mb = rs[0], mh = rs[1];
+    if (method == MaskMethod::tiles_first && full == ir::kNoValue) {
+        const MaskTiles t = classify_mask_tiles(probe.graph(), probe.probe(), probe.input(), B, H, Sq, Sk);
+        if (t.unsupported.empty()) {
+            r.why_not = t.why_not;
+            if (t.padding) r.padding = pad;
+            r.tiles = t.keep;
+            r.by_tiles = true;
+            return r;
+        }
+        spdlog::debug("the mask of {} is evaluated entry by entry: {}", a.softmax->label(), t.unsupported);
+        if (mb * mh * Sq * Sk > kMaxMaskEntries) {
+            r.why_not = fmt::format(
+                "the mask is not one stofc classifies tile by tile ({}), and its {}x{}x{}x{} entries are too many to "
+                "evaluate one by one",
+                t.unsupported, mb, mh, Sq, Sk);
+            return r;
+        }
+    } else if (mb * mh * Sq * Sk > kMaxMaskEntries) {
+        r.why_not = fmt::format("the mask's {}x{}x{}x{} entries are too many to evaluate one by one", mb, mh, Sq, Sk);
+        return r;
+    }
     const int64_t input_size = input == ir::kNoValue ? 0 : numel(g.value(input).shape);
     const auto base = probe.additive(std::vector<uint8_t>(static_cast<size_t>(input_size), 1));
     if (!base) {

@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <limits>
 
 namespace stof::passes {
@@ -126,6 +127,15 @@ void decompose_attention(ir::Graph& g, const PassOptions& opt) {
         s = b.node(ir::Op::Mul, {s, b.scalar(dt, n.attrs.f("scale", 1.0), "scale")}, dt, ss, "scaled");
         if (n.inputs.size() > 4 && n.inputs[4] != ir::kNoValue) s = b.node(ir::Op::Add, {s, n.inputs[4]}, dt, ss, "biased");
         ir::ValueId keep = n.inputs.size() > 3 ? n.inputs[3] : ir::kNoValue;
+        if (const ir::MaskTilesAttr t = n.attrs.mask_tiles("keep_tiles")) {  // dense ops need it densely
+            Tensor dense(DType::boolean, {t->mask_batch, t->mask_heads, t->rows, t->cols});
+            const size_t plane = static_cast<size_t>(t->rows) * static_cast<size_t>(t->cols);
+            for (int32_t p = 0; p < t->patterns(); ++p) {
+                const std::vector<uint8_t> d = to_dense(*t, p);
+                std::copy(d.begin(), d.end(), dense.bytes.begin() + static_cast<std::ptrdiff_t>(p * plane));
+            }
+            keep = g.add_constant(std::move(dense), n.name + "_keep");
+        }
         if (n.inputs.size() > 5 && n.inputs[5] != ir::kNoValue) {
             ir::Attrs to_bool;
             to_bool.set("to", static_cast<int64_t>(9));  // ONNX BOOL

@@ -2,8 +2,10 @@
 // becomes one SparseAttention node (compiler/ops/attention.cpp).
 //   matched     passes/attention_match.hpp (scores, scale, mask nodes, output);
 //   its mask    passes/attention_mask.hpp (keep pattern, bias, padding or full
-//               mask input, found with the reference interpreter), intersected
-//               with `--mask [LAYERS=]SPEC` (mask/layer_masks.hpp);
+//               mask input), intersected with `--mask [LAYERS=]SPEC`: a pattern
+//               classified tile by tile stays in the sparse format (attribute
+//               keep_tiles, mask/mask_intersect.hpp), one evaluated entry by
+//               entry a bool constant (mask/layer_masks.hpp);
 //   not fused   a mask that cannot be expressed, or an attention-like Softmax
 //               (MatMul scores, read by a MatMul) the matcher refuses, leaves
 //               the attention as it is: a warning and a note in the plan (why);
@@ -14,6 +16,9 @@
 // Layers with the same mask share its keep and bias constants and the bool
 // conversion of the input it depends on.
 #include "mask/layer_masks.hpp"
+#include "mask/mask_builder.hpp"
+#include "mask/mask_intersect.hpp"
+#include "mask/mask_spec.hpp"
 #include "ops/attention_layout.hpp"
 #include "passes/attention_mask.hpp"
 #include "passes/attention_operands.hpp"
@@ -38,8 +43,8 @@ using ir::ValueId;
 
 class AttentionFuser {
 public:
-    AttentionFuser(ir::Graph& g, const std::vector<LayerMask>& masks, const std::function<void(const std::string&)>& note)
-        : g_(g), m_(g), masks_(masks), note_(note) {}
+    AttentionFuser(ir::Graph& g, const std::vector<LayerMask>& masks, const PassOptions& opt)
+        : g_(g), m_(g), masks_(masks), note_(opt.note), opt_(opt) {}
 
     // Fuses every attention block; returns how many.
     int run() {
@@ -87,6 +92,7 @@ private:
     Matcher m_;
     const std::vector<LayerMask>& masks_;
     const std::function<void(const std::string&)>& note_;
+    const PassOptions& opt_;
     int layer_ = 0;
     std::string base_;                             // the name new values and nodes of this layer start with
     std::vector<ir::Node> added_;                  // this layer's new nodes, placed before the fused node
@@ -94,6 +100,7 @@ private:
     std::map<std::string, MaskMeaning> meanings_;  // mask_key -> what the mask nodes mean
     std::map<std::string, ValueId> constants_;     // mask_key, --mask text, what -> the keep / bias constant
     std::map<std::string, Tensor> spec_keeps_;     // mask_key and --mask text -> the model's keep & the spec
+    std::map<std::string, std::shared_ptr<const SparseMask>> spec_tiles_;  // the same, in the sparse format
 };
 
 // A node of this layer: `op` of `in` (and a constant shape for Reshape).
@@ -164,25 +171,36 @@ bool AttentionFuser::fuse(const AttentionMatch& a) {
     const std::string key = mask_key(m_, a, {B, H, Sq, Sk});
     auto known = meanings_.find(key);
     if (known == meanings_.end()) {
-        ProgressPhase phase(fmt::format("evaluating the attention mask of {} ({}x{})", a.softmax->label(), Sq, Sk));
-        known = meanings_.emplace(key, analyse_mask(m_, a, {B, H, Sq, Sk})).first;
+        ProgressPhase phase(fmt::format("classifying the attention mask of {} ({}x{})", a.softmax->label(), Sq, Sk));
+        known = meanings_.emplace(key, analyse_mask(m_, a, {B, H, Sq, Sk}, opt_)).first;
     }
     MaskMeaning mean = known->second;
     if (!mean.why_not.empty()) {
         report(*a.softmax, mean.why_not);
         return false;
     }
-    std::string description = mean.keep ? "from the model" : "dense";
+    const bool model_keeps = mean.keep || mean.tiles;
+    std::string description = model_keeps ? "from the model" : "dense";
     if (mean.full != ir::kNoValue)
         description = "input '" + g_.value(mean.full).name + "'" + (mean.keep ? " & the model's" : "");
     if (const auto spec_text = spec_for_layer(masks_, layer_)) {
-        auto [it, fresh] = spec_keeps_.try_emplace(key + "|" + *spec_text);
-        if (fresh) it->second = layer_keep(*spec_text, mean.keep ? &*mean.keep : nullptr, B, H, Sq, Sk);
+        if (mean.full == ir::kNoValue && !mean.keep) {  // built and intersected tile by tile
+            auto [it, fresh] = spec_tiles_.try_emplace(key + "|" + *spec_text);
+            if (fresh) {
+                SparseMask spec = build_mask(parse_mask_spec(*spec_text), Sq, Sk, 64, 64, H, B);
+                it->second = std::make_shared<const SparseMask>(mean.tiles ? intersect_masks(*mean.tiles, spec)
+                                                                           : std::move(spec));
+            }
+            mean.tiles = it->second;
+        } else {
+            auto [it, fresh] = spec_keeps_.try_emplace(key + "|" + *spec_text);
+            if (fresh) it->second = layer_keep(*spec_text, mean.keep ? &*mean.keep : nullptr, B, H, Sq, Sk);
+            mean.keep = it->second;
+        }
         description = (mean.full != ir::kNoValue ? description
-                       : mean.keep               ? "from the model"
+                       : model_keeps             ? "from the model"
                                                  : "") +
-                      (mean.full != ir::kNoValue || mean.keep ? " & " : "") + *spec_text;
-        mean.keep = it->second;
+                      (mean.full != ir::kNoValue || model_keeps ? " & " : "") + *spec_text;
     }
 
     base_ = a.out_mm->name;
@@ -237,6 +255,8 @@ bool AttentionFuser::fuse(const AttentionMatch& a) {
         att.inputs[3] = keep;
     } else if (mean.keep) {
         att.inputs[3] = constant(key, "keep", *mean.keep);
+    } else if (mean.tiles) {
+        att.attrs.set("keep_tiles", mean.tiles);
     }
     if (mean.bias) att.inputs[4] = constant(key, "bias", cast(*mean.bias, g_.value(a.q).dtype));
     if (mean.padding != ir::kNoValue)  // a float one (1 = valid) read as bool; integers as they are
@@ -272,7 +292,7 @@ bool AttentionFuser::fuse(const AttentionMatch& a) {
 
 void fuse_attention(ir::Graph& g, const PassOptions& opt) {
     const std::vector<LayerMask> masks = parse_layer_masks(opt.masks);  // malformed ranges are rejected up front
-    const int layers = AttentionFuser(g, masks, opt.note).run();
+    const int layers = AttentionFuser(g, masks, opt).run();
     STOF_CHECK(opt.masks.empty() || layers > 0,
                "--mask was given, but no attention in the model could be recognised (the warnings above say why)");
     for (size_t k = 0; k < masks.size(); ++k)  // a range past the last layer would silently do nothing

@@ -5,12 +5,8 @@
 
 namespace stof::passes {
 
-namespace {
-// Largest output (elements) computed at compile time; bigger results stay run-time work.
-constexpr int64_t kMaxFoldElements = int64_t{1} << 24;
-}  // namespace
-
-void infer_shapes(ir::Graph& g, const PassOptions&) {
+void infer_shapes(ir::Graph& g, const PassOptions& opt) {
+    const int64_t max_fold = opt.fold_limit;
     for (ir::Node& n : g.nodes) {
         if (n.op == ir::Op::CastLike) {  // the target type is known now: a plain Cast
             STOF_CHECK(n.inputs.size() == 2 && n.inputs[1] != ir::kNoValue && g.value(n.inputs[1]).shape_known,
@@ -37,7 +33,7 @@ void infer_shapes(ir::Graph& g, const PassOptions&) {
             // Every inferred size is checked here, once for all ops: no dimension is negative and no
             // product of dimensions overflows, before anything is folded or allocated.
             const int64_t elems = checked_numel(out[k].shape, fmt::format("{}: output {}", n.label(), k));
-            out_elems = std::min(out_elems + elems, kMaxFoldElements + 1);
+            out_elems = std::min(out_elems + elems, max_fold + 1);
             ir::Value& v = g.value(n.outputs[k]);
             v.dtype = out[k].dtype;
             v.shape = out[k].shape;
@@ -46,7 +42,7 @@ void infer_shapes(ir::Graph& g, const PassOptions&) {
         }
         // Shape and Size need only the input's shape.
         const bool shape_only = n.op == ir::Op::Shape || n.op == ir::Op::Size;
-        if ((!all_known && !shape_only) || out_elems > kMaxFoldElements) continue;
+        if ((!all_known && !shape_only) || out_elems > max_fold) continue;
         std::vector<Tensor> shape_holders(n.inputs.size());
         std::vector<const Tensor*> args(n.inputs.size(), nullptr);
         for (size_t k = 0; k < n.inputs.size(); ++k) {

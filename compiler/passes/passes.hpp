@@ -24,6 +24,9 @@ struct PassOptions {
     // Receives what a user of the plan should know (an attention block left off the
     // sparse kernels and why); compile_model records it in the plan's notes.
     std::function<void(const std::string&)> note;
+    // The largest value (elements) infer-shapes computes at compile time; bigger
+    // results stay run-time work (and masks are then classified from their ops).
+    int64_t fold_limit = int64_t{1} << 24;
 };
 
 namespace passes {

@@ -50,6 +50,17 @@ const ir::Node& attention(const ir::Graph& g, int layer) {
     throw;
 }
 
+// keep(b, h, i, j) of attention node a: its keep_tiles, its keep constant, or true.
+bool node_keeps(const ir::Graph& g, const ir::Node& a, int64_t b, int64_t h, int64_t i, int64_t j) {
+    if (const ir::MaskTilesAttr t = a.attrs.mask_tiles("keep_tiles"))
+        return t->keep(t->pattern_of(int32_t(b), int32_t(h)), int32_t(i), int32_t(j));
+    if (a.inputs.size() <= 3 || a.inputs[3] == ir::kNoValue) return true;
+    const Tensor& k = *g.value(a.inputs[3]).data;
+    Shape s = k.shape;
+    s.insert(s.begin(), 4 - s.size(), 1);
+    return k.get_i64((((s[0] == 1 ? 0 : b) * s[1] + (s[1] == 1 ? 0 : h)) * s[2] + i) * s[3] + j) != 0;
+}
+
 // The model in dir (shapes from its inputs) compiled to an fp16 plan for sm_90
 // (kernels compiled offline into a test cache).
 plan::Plan fp16_plan(const fs::path& dir, const std::vector<std::string>& masks) {
@@ -94,6 +105,7 @@ TEST_CASE("every zoo model fuses each attention layer and keeps its outputs", "[
             const ir::ValueId v1 = a1.inputs.size() > k ? a1.inputs[k] : ir::kNoValue;
             CHECK(v0 == v1);
         }
+        CHECK(a0.attrs.mask_tiles("keep_tiles") == a1.attrs.mask_tiles("keep_tiles"));
         const TensorMap out = interpret(m.g, m.inputs);
         const Tensor want = read_npy((d.path() / "expected" / "last_hidden_state.npy").string());
         const Comparison c = compare(out.at("last_hidden_state"), want, 1e-3, 1e-4);
@@ -108,10 +120,12 @@ TEST_CASE("the model's own mask is classified: causal for GPT-2, padding for BER
     const Model gpt2 = load(zoo / "gpt2-torchscript");
     const ir::Node& a = attention(gpt2.g, 0);
     REQUIRE(a.inputs.size() == 6);
-    const Tensor& keep = *gpt2.g.value(a.inputs[3]).data;
-    REQUIRE(keep.shape == Shape({1, 1, 128, 128}));
-    for (int64_t i = 0; i < 128; i += 7)
-        for (int64_t j = 0; j < 128; j += 5) CHECK((keep.get_i64(i * 128 + j) != 0) == (j <= i));
+    CHECK(a.inputs[3] == ir::kNoValue);  // classified tile by tile: the pattern in the sparse format
+    const ir::MaskTilesAttr keep = a.attrs.mask_tiles("keep_tiles");
+    REQUIRE(keep);
+    CHECK((keep->mask_batch == 1 && keep->mask_heads == 1 && keep->rows == 128 && keep->cols == 128));
+    for (int64_t i = 0; i < 128; ++i)
+        for (int64_t j = 0; j < 128; ++j) CHECK(node_keeps(gpt2.g, a, 1, 1, i, j) == (j <= i));
     CHECK(gpt2.g.value(a.inputs[5]).name == "attention_mask");
     const Model bert = load(zoo / "bert-dynamo");
     const ir::Node& b = attention(bert.g, 1);
@@ -130,12 +144,11 @@ TEST_CASE("the model's own mask is classified: causal for GPT-2, padding for BER
 TEST_CASE("a mask option is intersected with the model's mask, per layer range", "[cpu][passes][attention]") {
     const fs::path dir = fs::path(test::source_dir()) / "models" / "gpt2-dynamo";
     const Model m = load(dir, {"sliding:4", "1=global:2"});
-    const Tensor& k0 = *m.g.value(attention(m.g, 0).inputs[3]).data;
-    const Tensor& k1 = *m.g.value(attention(m.g, 1).inputs[3]).data;
+    const ir::Node &a0 = attention(m.g, 0), &a1 = attention(m.g, 1);
     for (int64_t i = 0; i < 128; i += 3)
         for (int64_t j = 0; j < 128; j += 3) {
-            CHECK((k0.get_i64(i * 128 + j) != 0) == (j <= i && i - j <= 4));
-            CHECK((k1.get_i64(i * 128 + j) != 0) == (j <= i && (i < 2 || j < 2)));
+            CHECK(node_keeps(m.g, a0, 0, 0, i, j) == (j <= i && i - j <= 4));
+            CHECK(node_keeps(m.g, a1, 0, 0, i, j) == (j <= i && (i < 2 || j < 2)));
         }
     // dense changes nothing.
     const Model plain = load(dir), dense = load(dir, {"dense"});
@@ -147,10 +160,10 @@ TEST_CASE("a mask option is intersected with the model's mask, per layer range",
     CHECK(interpret(causal.g, causal.inputs).at("last_hidden_state").bytes == a.bytes);
     // Overlapping layer ranges are intersected.
     const Model both = load(dir, {"0-1=sliding:8", "1=global:2"});
-    const Tensor& b1 = *both.g.value(attention(both.g, 1).inputs[3]).data;
+    const ir::Node& b1 = attention(both.g, 1);
     for (int64_t i = 0; i < 128; i += 3)
         for (int64_t j = 0; j < 128; j += 3)
-            CHECK((b1.get_i64(i * 128 + j) != 0) == (j <= i && i - j <= 8 && (i < 2 || j < 2)));
+            CHECK(node_keeps(both.g, b1, 0, 0, i, j) == (j <= i && i - j <= 8 && (i < 2 || j < 2)));
     test::require_error([&] { load(dir, {"x-2=causal"}); }, "is no layer range");
     test::require_error([&] { load(dir, {"causal|nope"}); }, "nope");
 }
@@ -167,11 +180,17 @@ TEST_CASE("a file mask keeps its own batch and head dims and is one constant for
         const std::string path = (tmp / ("keep" + std::to_string(fs_shape.size()) + ".npy")).string();
         write_npy(path, keep);
         const Model m = load(dir, {"file:" + path});
-        const ir::ValueId k0 = attention(m.g, 0).inputs[3], k1 = attention(m.g, 1).inputs[3];
-        CHECK(k0 == k1);
-        const Tensor& got = *m.g.value(k0).data;
-        REQUIRE(got.shape == Shape({1, fs_shape.size() == 3 ? 2 : 1, 128, 128}));
-        CHECK(got.bytes == keep.bytes);
+        const ir::MaskTilesAttr k0 = attention(m.g, 0).attrs.mask_tiles("keep_tiles");
+        CHECK(k0 == attention(m.g, 1).attrs.mask_tiles("keep_tiles"));
+        REQUIRE(k0);
+        CHECK(k0->mask_batch == 1);
+        REQUIRE(k0->mask_heads == (fs_shape.size() == 3 ? 2 : 1));
+        std::vector<uint8_t> got;
+        for (int32_t p = 0; p < k0->patterns(); ++p) {
+            const std::vector<uint8_t> d = to_dense(*k0, p);
+            got.insert(got.end(), d.begin(), d.end());
+        }
+        CHECK(got == keep.bytes);
     }
 }
 
@@ -338,10 +357,9 @@ TEST_CASE("selection masks (Where) and chains of mask nodes are recognised", "[c
         CHECK(a.attrs.f("scale", 0) == 0.25);
         CHECK(g.value(a.inputs[5]).name == "pad");
         CHECK(a.inputs[4] == ir::kNoValue);
-        const Tensor& keep = *g.value(a.inputs[3]).data;
-        REQUIRE(keep.numel() == 256);
+        REQUIRE(a.attrs.mask_tiles("keep_tiles"));
         for (int64_t i = 0; i < 16; ++i)
-            for (int64_t j = 0; j < 16; ++j) CHECK((keep.get_i64(i * 16 + j) != 0) == (j <= i));
+            for (int64_t j = 0; j < 16; ++j) CHECK(node_keeps(g, a, 0, 1, i, j) == (j <= i));
     };
     const TensorMap feeds = selection_feeds();
     SECTION("Where(causal, s, -inf) + padding") {
@@ -523,6 +541,19 @@ TEST_CASE("SparseAttention's reference equals its MatMul/Softmax decomposition (
         CHECK(ir::count_ops(expanded, ir::Op::SparseAttention) == 0);
         const Tensor got = interpret(expanded, feeds).at("o");
         CHECK(compare(got, want, 1e-5, 1e-6).ok);
+        // The same pattern as keep_tiles (the sparse format, no keep input): the same result.
+        ir::Graph tiled = g;
+        tiled.nodes[0].inputs[3] = ir::kNoValue;
+        std::vector<uint8_t> dense(keep.bytes.begin(), keep.bytes.end());
+        tiled.nodes[0].attrs.set("keep_tiles", std::make_shared<const SparseMask>(from_dense(
+                                                   dense.data(), 1, 1, static_cast<int32_t>(S), static_cast<int32_t>(S))));
+        passes::infer_shapes(tiled, {});
+        tiled.verify();
+        CHECK(interpret(tiled, feeds).at("o").bytes == want.bytes);
+        passes::decompose_attention(tiled, fp32_plan);
+        tiled.verify();
+        CHECK(ir::count_ops(tiled, ir::Op::SparseAttention) == 0);
+        CHECK(compare(interpret(tiled, feeds).at("o"), want, 1e-5, 1e-6).ok);
         // Row 5 keeps no key: zeros.
         const ir::AttentionStrides os = ir::attention_strides({B, H, S, D}, l.o);
         for (int64_t h = 0; h < H; ++h)

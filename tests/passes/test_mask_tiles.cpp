@@ -1,0 +1,294 @@
+// The mask classified tile by tile (passes/mask_tiles.hpp) against the same mask
+// evaluated entry by entry with the reference interpreter: the same pattern,
+// padding and verdict for every zoo model and for causal, sliding, offset,
+// global, padding and bidirectional masks computed from Range, at sizes that
+// are no multiple of the tile; forms it must not take fall back or are refused.
+#include "interp/interpreter.hpp"
+#include "onnx/import.hpp"
+#include "onnx_builder.hpp"
+#include "passes/attention_mask.hpp"
+#include "pipeline.hpp"
+#include "stof/npy.hpp"
+#include "test_util.hpp"
+
+#include <filesystem>
+#include <functional>
+#include <limits>
+
+using namespace stof;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The graph after the passes before fuse-attention.
+ir::Graph prepared(ir::Graph g, const PassOptions& opt) {
+    for (const PassInfo& p : pipeline_passes()) {
+        if (std::string(p.name) == "fuse-attention") break;
+        p.run(g, opt);
+    }
+    return g;
+}
+
+// keep(b, h, i, j) of a meaning (true where it keeps every key).
+bool keeps(const passes::MaskMeaning& m, int64_t b, int64_t h, int64_t i, int64_t j) {
+    if (m.tiles) return m.tiles->keep(m.tiles->pattern_of(int32_t(b), int32_t(h)), int32_t(i), int32_t(j));
+    if (!m.keep) return true;
+    const Shape& s = m.keep->shape;
+    return m.keep->get_i64((((s[0] == 1 ? 0 : b) * s[1] + (s[1] == 1 ? 0 : h)) * s[2] + i) * s[3] + j) != 0;
+}
+
+struct Verdict {
+    int blocks = 0, by_tiles = 0, refused = 0;
+};
+
+// Every attention block of g: tile by tile equals entry by entry.
+Verdict compare_methods(ir::Graph g, const PassOptions& opt) {
+    Verdict v;
+    passes::Matcher m(g);
+    for (const ir::Node& n : g.nodes) {
+        if (n.op != ir::Op::Softmax) continue;
+        const std::optional<passes::AttentionMatch> a = passes::match_attention(m, n);
+        if (!a) continue;
+        const Shape &qs = g.value(a->q).shape, &ks = g.value(a->kt).shape;
+        const passes::ScoreDims d{qs[0], qs[1], qs[2], ks[3]};
+        INFO(n.label() << " " << d.b << "x" << d.h << "x" << d.sq << "x" << d.sk);
+        const passes::MaskMeaning t = passes::analyse_mask(m, *a, d, opt);
+        const passes::MaskMeaning e = passes::analyse_mask(m, *a, d, opt, passes::MaskMethod::entries);
+        ++v.blocks;
+        v.by_tiles += t.by_tiles;
+        CHECK(!e.by_tiles);
+        CHECK(t.why_not.empty() == e.why_not.empty());
+        if (!e.why_not.empty()) {
+            ++v.refused;
+            continue;
+        }
+        CHECK(t.padding == e.padding);
+        CHECK(t.full == e.full);
+        CHECK(t.bias.has_value() == e.bias.has_value());
+        CHECK((t.tiles != nullptr || t.keep.has_value()) == e.keep.has_value());
+        int64_t wrong = 0;
+        for (int64_t b = 0; b < d.b; ++b)
+            for (int64_t h = 0; h < d.h; ++h)
+                for (int64_t i = 0; i < d.sq; ++i)
+                    for (int64_t j = 0; j < d.sk; ++j) wrong += keeps(t, b, h, i, j) != keeps(e, b, h, i, j);
+        CHECK(wrong == 0);
+        if (t.tiles) {
+            t.tiles->validate();
+            CHECK(t.tiles->tile_m == 64);
+        }
+    }
+    return v;
+}
+
+Tensor scalar_i64(int64_t x) {
+    Tensor t(DType::i64, {});
+    t.set_i64(0, x);
+    return t;
+}
+
+Tensor scalar_f32(double x) {
+    Tensor t(DType::f32, {});
+    t.set_f64(0, x);
+    return t;
+}
+
+constexpr int64_t kB = 2, kH = 2, kD = 8;
+
+// Attention over S positions whose mask `combine` builds from the scores "s" into
+// "masked": row and column indices "ri" [S,1] and "cj" [1,S] (Range), a padding
+// input "pad" [B,S] (int64), constants "neg_inf", "lowest", "zero", "one", "w" (5),
+// "two", "three".
+ir::Graph mask_model(int64_t S, const std::function<void(test::OnnxBuilder&)>& combine) {
+    test::OnnxBuilder b;
+    b.input("q", onnx::TensorProto::FLOAT, {kB, kH, S, kD}).input("kt", onnx::TensorProto::FLOAT, {kB, kH, kD, S});
+    b.input("v", onnx::TensorProto::FLOAT, {kB, kH, S, kD}).input("pad", onnx::TensorProto::INT64, {kB, S});
+    b.initializer("start", scalar_i64(0)).initializer("limit", scalar_i64(S)).initializer("delta", scalar_i64(1));
+    b.initializer("ax0", test::ints({0})).initializer("ax1", test::ints({1})).initializer("ax12", test::ints({1, 2}));
+    b.initializer("neg_inf", scalar_f32(-std::numeric_limits<double>::infinity())).initializer("lowest", scalar_f32(-3.4e38));
+    b.initializer("zero", scalar_f32(0)).initializer("one", scalar_f32(1)).initializer("w", scalar_i64(5));
+    b.initializer("two", scalar_i64(2)).initializer("three", scalar_i64(3)).initializer("big", scalar_f32(-1e4));
+    b.node("Range", {"start", "limit", "delta"}, {"r"});
+    b.node("Unsqueeze", {"r", "ax1"}, {"ri"});
+    b.node("Unsqueeze", {"r", "ax0"}, {"cj"});
+    test::set_attr(b.node("Cast", {"pad"}, {"pad_b"}), "to", int64_t{9});
+    b.node("Unsqueeze", {"pad_b", "ax12"}, {"pad_keys"});  // [B,1,1,S]
+    b.node("MatMul", {"q", "kt"}, {"s"});
+    combine(b);
+    b.node("Softmax", {"masked"}, {"p"});
+    b.node("MatMul", {"p", "v"}, {"o"});
+    b.output("o");
+    return import_onnx_bytes(b.bytes(), "", "mask_model");
+}
+
+}  // namespace
+
+TEST_CASE("tile classification equals entry evaluation on every zoo model", "[cpu][passes][attention][mask]") {
+    const fs::path zoo = fs::path(test::source_dir()) / "models";
+    int models = 0;
+    for (const auto& d : fs::directory_iterator(zoo)) {
+        if (!fs::exists(d.path() / "model.onnx")) continue;
+        const std::string name = d.path().filename().string();
+        const bool text = name.rfind("vit", 0) != 0;
+        // The stored inputs' shapes, and for text models batch 3 x 200 positions (tiles of 64, 64, 64, 8).
+        for (const bool resized : {false, true}) {
+            if (resized && !text) continue;
+            INFO(name << (resized ? " at 3x200" : ""));
+            PassOptions opt;
+            for (const auto& f : fs::directory_iterator(d.path() / "inputs"))
+                opt.input_shapes[f.path().stem().string()] = resized ? Shape{3, 200} : read_npy(f.path().string()).shape;
+            const Verdict v = compare_methods(prepared(import_onnx_file((d.path() / "model.onnx").string()), opt), opt);
+            CHECK(v.blocks == 2);
+            CHECK(v.refused == 0);
+            // T5 adds its relative position bias: that mask is evaluated entry by entry.
+            CHECK(v.by_tiles == (name.rfind("t5", 0) == 0 ? 0 : 2));
+        }
+        ++models;
+    }
+    CHECK(models >= 10);
+}
+
+TEST_CASE("masks computed from Range are classified tile by tile as evaluated entry by entry",
+          "[cpu][passes][attention][mask]") {
+    // fold_limit 64: the query-by-key values stay ops, the classifier's expression.
+    PassOptions opt;
+    opt.fold_limit = 64;
+    struct Family {
+        const char* name;
+        std::function<void(test::OnnxBuilder&)> combine;
+        bool padding;
+    };
+    const std::vector<Family> families = {
+        {"causal: Where(j <= i, s, -inf)",
+         [](test::OnnxBuilder& b) {
+             b.node("LessOrEqual", {"cj", "ri"}, {"keep"});
+             b.node("Where", {"keep", "s", "neg_inf"}, {"masked"});
+         },
+         false},
+        {"causal additive: s + Where(j <= i, 0, lowest), with padding (LLaMA)",
+         [](test::OnnxBuilder& b) {
+             b.node("LessOrEqual", {"cj", "ri"}, {"causal"});
+             b.node("And", {"causal", "pad_keys"}, {"keep"});
+             b.node("Where", {"keep", "zero", "lowest"}, {"add"});
+             b.node("Add", {"s", "add"}, {"masked"});
+         },
+         true},
+        {"sliding: |i - j| <= 5",
+         [](test::OnnxBuilder& b) {
+             b.node("Sub", {"ri", "cj"}, {"diff"});
+             b.node("Abs", {"diff"}, {"dist"});
+             b.node("LessOrEqual", {"dist", "w"}, {"keep"});
+             b.node("Where", {"keep", "s", "neg_inf"}, {"masked"});
+         },
+         false},
+        {"offset causal: j <= i + 3, float indices",
+         [](test::OnnxBuilder& b) {
+             b.node("Add", {"ri", "three"}, {"ri3"});
+             test::set_attr(b.node("Cast", {"ri3"}, {"ri3f"}), "to", int64_t{1});
+             test::set_attr(b.node("Cast", {"cj"}, {"cjf"}), "to", int64_t{1});
+             b.node("Greater", {"cjf", "ri3f"}, {"drop"});
+             b.node("Where", {"drop", "lowest", "s"}, {"masked"});
+         },
+         false},
+        {"global & causal: (i < 2 or j < 2) and j <= i, padding",
+         [](test::OnnxBuilder& b) {
+             b.node("Less", {"ri", "two"}, {"gr"});
+             b.node("Less", {"cj", "two"}, {"gc"});
+             b.node("Or", {"gr", "gc"}, {"global"});
+             b.node("LessOrEqual", {"cj", "ri"}, {"causal"});
+             b.node("And", {"global", "causal"}, {"both"});
+             b.node("Not", {"both"}, {"drop"});
+             b.node("Where", {"drop", "neg_inf", "s"}, {"m0"});
+             b.node("Where", {"pad_keys", "m0", "neg_inf"}, {"masked"});
+         },
+         true},
+        {"bidirectional padding: s + (1 - pad) * -1e4 (BERT)",
+         [](test::OnnxBuilder& b) {
+             test::set_attr(b.node("Cast", {"pad_keys"}, {"pf"}), "to", int64_t{1});
+             b.node("Sub", {"one", "pf"}, {"inv"});
+             b.node("Mul", {"inv", "big"}, {"term"});
+             b.node("Add", {"s", "term"}, {"masked"});
+         },
+         true},
+        {"every key kept: j >= 0",
+         [](test::OnnxBuilder& b) {
+             b.node("GreaterOrEqual", {"cj", "start"}, {"all"});
+             b.node("Where", {"all", "s", "neg_inf"}, {"masked"});
+         },
+         false},
+    };
+    for (const int64_t S : {int64_t{100}, int64_t{64}, int64_t{130}}) {
+        for (const Family& f : families) {
+            INFO(f.name << ", S = " << S);
+            ir::Graph g = prepared(mask_model(S, f.combine), opt);
+            const Verdict v = compare_methods(g, opt);
+            CHECK(v.blocks == 1);
+            CHECK(v.by_tiles == 1);
+            CHECK(v.refused == 0);
+            passes::Matcher m(g);
+            for (const ir::Node& n : g.nodes)
+                if (n.op == ir::Op::Softmax) {
+                    const passes::MaskMeaning t = passes::analyse_mask(m, *passes::match_attention(m, n), {kB, kH, S, S}, opt);
+                    CHECK((t.padding != ir::kNoValue) == f.padding);
+                }
+        }
+    }
+}
+
+TEST_CASE("masks the tile classifier must not take: entry evaluation decides", "[cpu][passes][attention][mask]") {
+    PassOptions opt;
+    opt.fold_limit = 64;
+    const int64_t S = 100;
+    SECTION("query-side padding is no key padding mask") {
+        const ir::Graph g = prepared(mask_model(S,
+                                                [](test::OnnxBuilder& b) {
+                                                    b.initializer("rows", test::ints({kB, 1, S, 1}));
+                                                    b.node("Reshape", {"pad_keys", "rows"}, {"pad_rows"});
+                                                    b.node("LessOrEqual", {"cj", "ri"}, {"causal"});
+                                                    b.node("And", {"causal", "pad_rows"}, {"keep"});
+                                                    b.node("Where", {"keep", "s", "neg_inf"}, {"masked"});
+                                                }),
+                                     opt);
+        const Verdict v = compare_methods(g, opt);
+        CHECK(v.blocks == 1);
+        CHECK(v.by_tiles == 0);
+        CHECK(v.refused == 1);
+    }
+    SECTION("a pattern moved by a Transpose (not elementwise) is evaluated entry by entry") {
+        const ir::Graph g = prepared(mask_model(S,
+                                                [](test::OnnxBuilder& b) {
+                                                    b.node("LessOrEqual", {"cj", "ri"}, {"causal"});
+                                                    b.node("Transpose", {"causal"}, {"upper"});
+                                                    b.node("Where", {"upper", "s", "neg_inf"}, {"masked"});
+                                                }),
+                                     opt);
+        const Verdict v = compare_methods(g, opt);
+        CHECK(v.blocks == 1);
+        CHECK(v.by_tiles == 0);
+        CHECK(v.refused == 0);
+    }
+    SECTION("an additive bias from the indices is evaluated entry by entry") {
+        const ir::Graph g = prepared(mask_model(S,
+                                                [](test::OnnxBuilder& b) {
+                                                    b.node("Sub", {"ri", "cj"}, {"diff"});
+                                                    test::set_attr(b.node("Cast", {"diff"}, {"bias"}), "to", int64_t{1});
+                                                    b.node("Add", {"s", "bias"}, {"masked"});
+                                                }),
+                                     opt);
+        const Verdict v = compare_methods(g, opt);
+        CHECK(v.blocks == 1);
+        CHECK(v.by_tiles == 0);
+        CHECK(v.refused == 0);
+    }
+    SECTION("a finite fill is refused by both") {
+        ir::Graph g = prepared(mask_model(S,
+                                          [](test::OnnxBuilder& b) {
+                                              b.node("LessOrEqual", {"cj", "ri"}, {"keep"});
+                                              b.node("Where", {"keep", "s", "zero"}, {"masked"});
+                                          }),
+                               opt);
+        const Verdict v = compare_methods(g, opt);
+        CHECK(v.blocks == 1);
+        CHECK(v.by_tiles == 1);
+        CHECK(v.refused == 1);
+    }
+}
