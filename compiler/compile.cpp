@@ -74,10 +74,11 @@ plan::Plan compile_model(ir::Graph& g, CompileOptions opt) {
     const fusion::FusionPlan& fp = found.plan;
     spdlog::info(
         "fusion: {} of {} moves taken, {} kernels tuned, {} segment timings ({}); whole plan: initial scheme {:.1f} us, "
-        "after stage 1 {:.1f} us, after stage 2 {:.1f} us{}",
+        "after stage 1 {}, after stage 2 {:.1f} us{}",
         std::count_if(found.moves.begin(), found.moves.end(), [](const fusion::MoveRecord& m) { return m.taken; }),
-        found.moves.size(), found.kernels.size(), found.evaluations, ev.source(), found.initial_us, found.stage1_us,
-        found.final_us, found.kept ? "" : " (slower: the initial scheme is kept)");
+        found.moves.size(), found.kernels.size(), found.evaluations, ev.source(), found.initial_us,
+        std::isnan(found.stage1_us) ? std::string("not timed") : fmt::format("{:.1f} us", found.stage1_us), found.final_us,
+        found.kept ? "" : " (slower: the initial scheme is kept)");
     if (found.budget_spent)
         spdlog::warn(
             "fusion search: the time budget ({:.0f} s, --tune-budget) ran out before the search was done; "

@@ -120,6 +120,7 @@ void run_compile(const CompileArgs& a) {
         opt.search.stage2_first = full ? 8 : 4;
         opt.search.stage2_batch = full ? 32 : 12;
         opt.search.stage2_max_rounds = full ? 12 : 3;
+        opt.search.time_stage1 = full;
         tune::GpuEvaluatorOptions eo;
         eo.lower = opt.lower;
         eo.cache_dir = a.cache_dir.empty() ? codegen::default_cache_dir() : a.cache_dir;

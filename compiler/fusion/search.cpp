@@ -78,7 +78,9 @@ public:
         if (std::isfinite(opt_.budget_s)) recorded_stop_ = ev_.budget_stop(g_, initial_, stop_key_);
         r.initial_us = ev_.plan(g_, r.plan).us;
         if (opt_.stage1) stage1(r);
-        r.stage1_us = opt_.stage1 ? ev_.plan(g_, r.plan).us : r.initial_us;
+        r.stage1_us = !opt_.stage1       ? r.initial_us
+                      : opt_.time_stage1 ? ev_.plan(g_, r.plan).us
+                                         : std::numeric_limits<double>::quiet_NaN();
         if (opt_.stage2) stage2(r);
         report("final check", 0, 1, r.initial_us - r.stage1_us);
         r.final_us = ev_.plan(g_, r.plan).us;

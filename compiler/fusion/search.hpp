@@ -72,6 +72,7 @@ struct SearchOptions {
     int stage2_batch = 16;   // samples a later round
     int stage2_max_rounds = 12;
     double budget_s = std::numeric_limits<double>::infinity();  // a stop recorded by the evaluator replaces it
+    bool time_stage1 = true;  // time the whole plan after stage 1 too (a report; the final check needs only the others)
     unsigned seed = 1;
     std::function<void(const std::string&)> progress;  // one line per step of the search
     std::function<void(const SearchProgress&)> on_progress;
@@ -99,7 +100,7 @@ struct SearchResult {
     Choices choices;
     std::vector<MoveRecord> moves;
     std::vector<SegmentRecord> kernels;
-    double initial_us = 0, stage1_us = 0, final_us = 0;  // whole plan, per the evaluator
+    double initial_us = 0, stage1_us = 0, final_us = 0;  // whole plan, per the evaluator (stage1_us NaN: not timed)
     bool kept = true;                                    // false: the final check kept the initial scheme
     int evaluations = 0;
     bool budget_spent = false;            // stopped at SearchOptions::budget_s before the search was done

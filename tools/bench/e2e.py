@@ -395,7 +395,7 @@ def run_case(c, a, stof, work, flash_reason):
     return row
 
 
-WHOLE_PLAN = re.compile(r"initial scheme ([0-9.]+) us, after stage 1 ([0-9.]+) us, after stage 2 ([0-9.]+) us")
+WHOLE_PLAN = re.compile(r"initial scheme ([0-9.]+) us, after stage 1 (?:([0-9.]+) us|not timed), after stage 2 ([0-9.]+) us")
 
 
 def tuning_report(st, cmd, log_text, plan_path):
@@ -405,7 +405,9 @@ def tuning_report(st, cmd, log_text, plan_path):
     m = WHOLE_PLAN.search(log_text)
     rep = {"cold_s": st["compile_s"]}
     if m:
-        rep.update(initial_us=float(m[1]), stage1_us=float(m[2]), final_us=float(m[3]))
+        rep.update(initial_us=float(m[1]), final_us=float(m[3]))
+        if m[2]:
+            rep["stage1_us"] = float(m[2])
     env = dict(os.environ, SOURCE_DATE_EPOCH="1700000000")
     warm = []
     for i in range(2):
