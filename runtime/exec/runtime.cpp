@@ -101,10 +101,16 @@ struct Runtime::Impl {
         try {
             STOF_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
             STOF_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-            // Staging buffers: each input and output at its largest (the last bucket's sizes are every variable's max).
-            const plan::Plan& last = shells.back();
-            for (int32_t t : last.inputs) in_stage.push_back(allocate(last.tensors[static_cast<size_t>(t)].bytes()));
-            for (int32_t t : last.outputs) out_stage.push_back(allocate(last.tensors[static_cast<size_t>(t)].bytes()));
+            // Staging buffers: each input and output at its largest over the buckets.
+            auto largest = [&](auto io) {
+                std::vector<uint64_t> bytes((shells[0].*io).size(), 0);
+                for (const plan::Plan& b : shells)
+                    for (size_t i = 0; i < bytes.size(); ++i)
+                        bytes[i] = std::max(bytes[i], b.tensors[static_cast<size_t>((b.*io)[i])].bytes());
+                return bytes;
+            };
+            for (uint64_t n : largest(&plan::Plan::inputs)) in_stage.push_back(allocate(n));
+            for (uint64_t n : largest(&plan::Plan::outputs)) out_stage.push_back(allocate(n));
         } catch (...) {
             release();
             throw;
