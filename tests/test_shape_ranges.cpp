@@ -184,6 +184,10 @@ TEST_CASE("symbolic dimensions with no --shape get documented defaults", "[cpu][
           std::string::npos);
     const plan::Plan p = plan::read_plan(dir + "/bert.plan");
     CHECK(p.tensors[static_cast<size_t>(p.inputs[0])].shape == Shape{1, 128});
+    const test::ToolResult ir = test::run_stofc({"ir", zoo("bert-dynamo")});
+    CHECK(ir.rc == 0);
+    CHECK(ir.err.find("warning: the model has symbolic dimensions and no --shape was given: using batch=1, seq=128") !=
+          std::string::npos);
 }
 
 TEST_CASE("padding that changes the real outputs refuses the range, naming why", "[cpu][shapes]") {

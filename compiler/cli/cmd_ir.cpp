@@ -2,6 +2,7 @@
 // the fusion plan with --dump-after partition.
 #include "cli/cli_args.hpp"
 #include "cli/commands.hpp"
+#include "shape_ranges.hpp"
 #include "fusion/cost_model.hpp"
 #include "fusion/fusion_plan.hpp"
 #include "onnx/import.hpp"
@@ -38,6 +39,11 @@ void add_ir_command(CLI::App& app) {
         ir::Graph g = import_onnx_file(args->model);
         PipelineOptions opt;
         opt.pass.input_shapes = parse_shapes(args->shapes);
+        if (args->shapes.empty()) {
+            auto [defaults, named] = default_shapes(g);
+            if (!named.empty()) spdlog::warn("the model has symbolic dimensions and no --shape was given: using {}", named);
+            opt.pass.input_shapes = std::move(defaults);
+        }
         opt.pass.masks = args->masks;
         opt.pass.plan_precision = parse_precision(args->precision);
         opt.dump_after = args->dump_after;
