@@ -1,5 +1,7 @@
 #include "passes/mask_tiles.hpp"
 
+#include "mask/mask_interval.hpp"
+
 #include "stof/error.hpp"
 
 #include <fmt/format.h>
@@ -16,96 +18,12 @@ namespace {
 
 using ir::Op;
 using ir::ValueId;
+using namespace stof::interval;
 
 constexpr double kMasked = -1e4;                     // additive terms at or below this remove the key
 constexpr double kOneTolerance = 4e-3;               // a kept entry adds the scores within this of 1 (fp16 models)
 constexpr int kTile = 64;                            // outer tile side of the result
 constexpr int64_t kMaxEvaluated = int64_t{1} << 24;  // largest value computed entry by entry (as constant folding)
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kMaxExactInt = 9007199254740992.0;  // 2^53: integers beyond are not exact as doubles
-
-// A set of numbers: the range [lo, hi] (empty when lo > hi), and NaN when `nan`.
-struct Iv {
-    double lo = kInf, hi = -kInf;
-    bool nan = false;
-};
-
-Iv point(double x) {
-    Iv r;
-    if (std::isnan(x)) r.nan = true;
-    else r.lo = r.hi = x;
-    return r;
-}
-Iv top() { return {-kInf, kInf, true}; }
-bool empty(const Iv& a) { return a.lo > a.hi; }
-bool single(const Iv& a) { return a.lo == a.hi; }
-// One value: a number or NaN.
-bool exact(const Iv& a) { return a.nan ? empty(a) : single(a); }
-// The value of an exact set.
-double value(const Iv& a) { return a.nan ? std::numeric_limits<double>::quiet_NaN() : a.lo; }
-Iv boolean(bool can_false, bool can_true) { return {can_false ? 0.0 : 1.0, can_true ? 1.0 : 0.0, false}; }
-Iv hull(const Iv& a, const Iv& b) { return {std::min(a.lo, b.lo), std::max(a.hi, b.hi), a.nan || b.nan}; }
-
-// f over the corners of a x b: the bounds of + - * and of / away from 0.
-template <class F> Iv corners(const Iv& a, const Iv& b, F f) {
-    Iv r;
-    r.nan = a.nan || b.nan;
-    if (empty(a) || empty(b)) return r;
-    for (double x : {f(a.lo, b.lo), f(a.lo, b.hi), f(a.hi, b.lo), f(a.hi, b.hi)}) {
-        if (std::isnan(x)) {
-            if (!(single(a) && single(b))) return top();
-            r.nan = true;
-            continue;
-        }
-        r.lo = std::min(r.lo, x);
-        r.hi = std::max(r.hi, x);
-    }
-    return r;
-}
-
-// x stored as dtype t (rounding is monotone, so bounds stay bounds).
-double round_to(DType t, double x) {
-    switch (t) {
-        case DType::f32: return static_cast<float>(x);
-        case DType::f16: return f16_to_f32(f32_to_f16(static_cast<float>(x)));
-        case DType::bf16: return bf16_to_f32(f32_to_bf16(static_cast<float>(x)));
-        case DType::f64: return x;
-        default: return std::trunc(x);
-    }
-}
-
-Iv stored_as(DType t, const Iv& a) {
-    if (t == DType::boolean || empty(a)) return a;
-    Iv r{round_to(t, a.lo), round_to(t, a.hi), a.nan};
-    if (!is_float(t) && (r.nan || std::abs(r.lo) > kMaxExactInt || std::abs(r.hi) > kMaxExactInt)) return top();
-    return r;
-}
-
-Iv less(const Iv& a, const Iv& b, bool or_equal) {
-    bool can_true = false, can_false = a.nan || b.nan || empty(a) || empty(b);
-    if (!empty(a) && !empty(b)) {
-        can_true = or_equal ? a.lo <= b.hi : a.lo < b.hi;
-        can_false = can_false || (or_equal ? a.hi > b.lo : a.hi >= b.lo);
-    }
-    return boolean(can_false, can_true);
-}
-
-Iv equal(const Iv& a, const Iv& b) {
-    const bool both = !empty(a) && !empty(b);
-    const bool can_true = both && a.lo <= b.hi && b.lo <= a.hi;
-    const bool can_false = a.nan || b.nan || !both || !(single(a) && single(b) && a.lo == b.lo);
-    return boolean(can_false, can_true);
-}
-
-Iv cast_to(DType t, const Iv& a) {
-    if (t == DType::boolean) {
-        const bool can_true = a.nan || (!empty(a) && !(a.lo == 0 && a.hi == 0));
-        const bool can_false = !empty(a) && a.lo <= 0 && a.hi >= 0;
-        return boolean(can_false, can_true);
-    }
-    if (!is_float(t) && (a.nan || std::isinf(a.lo) || std::isinf(a.hi))) return top();
-    return stored_as(t, a);
-}
 
 // An elementwise op of the mask expression.
 struct SymNode {
@@ -113,86 +31,6 @@ struct SymNode {
     DType dtype;            // of the result
     std::vector<int> args;  // >= 0: an earlier SymNode; < 0: leaf -(arg + 1)
 };
-
-bool takes(Op op) {
-    switch (op) {
-        case Op::Add:
-        case Op::Sub:
-        case Op::Mul:
-        case Op::Div:
-        case Op::Neg:
-        case Op::Abs:
-        case Op::Min:
-        case Op::Max:
-        case Op::Equal:
-        case Op::Less:
-        case Op::LessOrEqual:
-        case Op::Greater:
-        case Op::GreaterOrEqual:
-        case Op::And:
-        case Op::Or:
-        case Op::Xor:
-        case Op::Not:
-        case Op::Where:
-        case Op::Cast:
-        case Op::Identity:
-        case Op::Expand:
-        case Op::Reshape:
-        case Op::Unsqueeze:
-        case Op::Squeeze: return true;
-        default: return false;
-    }
-}
-
-// Ops that only move a value to another rank (or broadcast it): they read input 0 alone.
-bool is_view(Op op) {
-    return op == Op::Identity || op == Op::Expand || op == Op::Reshape || op == Op::Unsqueeze || op == Op::Squeeze;
-}
-
-Iv apply(const SymNode& n, const Iv* a) {
-    const size_t k = n.args.size();
-    switch (n.op) {
-        case Op::Add: return stored_as(n.dtype, corners(a[0], a[1], [](double x, double y) { return x + y; }));
-        case Op::Sub: return stored_as(n.dtype, corners(a[0], a[1], [](double x, double y) { return x - y; }));
-        case Op::Mul: return stored_as(n.dtype, corners(a[0], a[1], [](double x, double y) { return x * y; }));
-        case Op::Div:
-            if (!empty(a[1]) && a[1].lo <= 0 && a[1].hi >= 0 && !(is_float(n.dtype) && single(a[0]) && single(a[1])))
-                return top();
-            return stored_as(n.dtype, corners(a[0], a[1], [](double x, double y) { return x / y; }));
-        case Op::Neg: return {-a[0].hi, -a[0].lo, a[0].nan};
-        case Op::Abs:
-            if (empty(a[0]) || a[0].lo >= 0) return a[0];
-            if (a[0].hi <= 0) return {-a[0].hi, -a[0].lo, a[0].nan};
-            return {0.0, std::max(-a[0].lo, a[0].hi), a[0].nan};
-        case Op::Min:
-        case Op::Max: {
-            Iv r = a[0];
-            for (size_t i = 1; i < k; ++i) {
-                if (r.nan || a[i].nan) return top();
-                r = n.op == Op::Min ? Iv{std::min(r.lo, a[i].lo), std::min(r.hi, a[i].hi), false}
-                                    : Iv{std::max(r.lo, a[i].lo), std::max(r.hi, a[i].hi), false};
-            }
-            return r;
-        }
-        case Op::Equal: return equal(a[0], a[1]);
-        case Op::Less: return less(a[0], a[1], false);
-        case Op::LessOrEqual: return less(a[0], a[1], true);
-        case Op::Greater: return less(a[1], a[0], false);
-        case Op::GreaterOrEqual: return less(a[1], a[0], true);
-        case Op::And: return boolean(a[0].lo == 0 || a[1].lo == 0, a[0].hi == 1 && a[1].hi == 1);
-        case Op::Or: return boolean(a[0].lo == 0 && a[1].lo == 0, a[0].hi == 1 || a[1].hi == 1);
-        case Op::Xor:
-            if (single(a[0]) && single(a[1])) return point(a[0].lo != a[1].lo);
-            return boolean(true, true);
-        case Op::Not: return boolean(a[0].hi == 1, a[0].lo == 0);
-        case Op::Where:
-            if (a[0].lo == 1) return a[1];
-            if (a[0].hi == 0) return a[2];
-            return hull(a[1], a[2]);
-        case Op::Cast: return cast_to(n.dtype, a[0]);
-        default: return a[0];  // views
-    }
-}
 
 // `s` right-aligned to [B, H, Sq, Sk] (rank <= 4; missing leading dims 1), or empty.
 std::vector<int64_t> aligned4(const Shape& s, const int64_t full[4]) {
@@ -337,7 +175,7 @@ template <class LeafIv> Iv Classifier::eval(LeafIv leaf_iv) {
             a = many.data();
         }
         for (size_t i = 0; i < n.args.size(); ++i) a[i] = arg(n.args[i]);
-        scratch_[k] = apply(n, a);
+        scratch_[k] = apply(n.op, n.dtype, a, n.args.size());
     }
     return scratch_[static_cast<size_t>(root_)];
 }
@@ -394,13 +232,13 @@ std::string Classifier::evaluate_graph() {
         }
         for (ValueId o : n.outputs) from_input_[static_cast<size_t>(o)] = dep;
         const ValueId out = n.outputs[0];
-        const bool symbolic = n.outputs.size() == 1 && takes(n.op) && is_plane(g_.value(out).shape);
+        const bool symbolic = n.outputs.size() == 1 && interval_op(n.op) && is_plane(g_.value(out).shape);
         if (!any_sym && !all_conc) return fmt::format("{} reads a value that is not known", n.label());
         if (any_sym && !symbolic)
             return fmt::format("{} of a [{}x{}] value is not an elementwise op this classifier takes", n.label(), Sq, Sk);
         if (symbolic) {
             SymNode s{n.op, g_.value(out).dtype, {}};
-            const size_t used = is_view(n.op) ? 1 : n.inputs.size();
+            const size_t used = view_op(n.op) ? 1 : n.inputs.size();
             if (n.op == Op::Reshape || n.op == Op::Unsqueeze || n.op == Op::Squeeze)
                 if (strip_leading_ones(g_.value(n.inputs[0]).shape) != strip_leading_ones(g_.value(out).shape))
                     return fmt::format("{} moves entries of a [{}x{}] value", n.label(), Sq, Sk);
