@@ -3,8 +3,9 @@
 #   tools/gpu/check.sh [OUT_DIR] [STEP...]
 # Steps (default: build gpu-tests zoo sanitizer): also thirdparty (THIRDPARTY_TESTS=ctest regex; the
 # models must be in ~/.cache/stofc/thirdparty), latency, dumps (DUMP_MODELS=dirs), bench, e2e, bandwidth,
-# calibrate.
+# shapes, calibrate.
 #   bandwidth: tools/bench/bandwidth.py (fused elementwise and row-norm kernels against PyTorch, TB/s).
+#   shapes: tools/bench/shape_ranges.sh (range plans against exact-shape plans: outputs and latency).
 #   bench: tools/bench/mha.py per grid; BENCH_GRIDS (default "paper targets"; also quick headdims
 #          element gqa), BENCH_FLAGS (more mha.py flags, e.g. "--dtype bf16 --no-flash").
 #   e2e:   tools/bench/e2e.py; E2E_GRID (paper, today or all; default paper), E2E_ONLY (regex of case
@@ -95,6 +96,7 @@ bandwidth() {
     "$PY" tools/bench/bandwidth.py --stofc $BUILD/bin/stofc --stof-run $BUILD/bin/stof-run --work $BUILD/test_tmp/bandwidth \
         --json "$OUT/bandwidth.json" --markdown "$OUT/bandwidth.md"
 }
+shapes() { tools/bench/shape_ranges.sh $BUILD "$OUT/shapes"; }
 calibrate() { "$PY" tools/bench/calibrate_selector.py --lib $BUILD/lib/libstof.so --json "$OUT/calibration.json"; }
 
 step build build
@@ -107,5 +109,6 @@ step dumps dumps
 step latency latency
 step e2e e2e
 step bandwidth bandwidth
+step shapes shapes
 step calibrate calibrate
 [ ${#failed[@]} -eq 0 ] || { echo "failed steps: ${failed[*]}"; exit 1; }
