@@ -1,6 +1,7 @@
 #include "codegen/compile_kernels.hpp"
 
 #include "codegen/nvrtc.hpp"
+#include "parallel.hpp"
 #include "stof/error.hpp"
 #include "stof/progress.hpp"
 
@@ -9,7 +10,6 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
-#include <thread>
 
 namespace stof::codegen {
 
@@ -50,12 +50,13 @@ void compile_kernels(LowerState& st, const LowerOptions& opt) {
     if (!opt.nvrtc) return;
     const std::string cache = opt.cache_dir.empty() ? default_cache_dir() : opt.cache_dir;
     const size_t total = st.plan.kernels.size();
-    const unsigned threads = opt.jobs > 0 ? static_cast<unsigned>(opt.jobs) : std::max(1u, std::thread::hardware_concurrency());
     const auto level = opt.quiet ? spdlog::level::debug : spdlog::level::info;
-    std::atomic<size_t> next{0}, done{0}, cached{0};
+    std::atomic<size_t> done{0}, cached{0};
     std::vector<std::string> errors(total);
-    auto worker = [&] {
-        for (size_t k = next++; k < total; k = next++) {
+    ProgressPhase phase(fmt::format("compiling {} kernels with NVRTC for {}", total, opt.arch));
+    parallel_for(
+        total,
+        [&](size_t k) {
             plan::KernelDesc& kd = st.plan.kernels[k];
             try {
                 CompiledKernel c = compile_kernel(kd.key, st.jobs[job_of_kernel[k]].source, opt.arch, cache);
@@ -67,13 +68,8 @@ void compile_kernels(LowerState& st, const LowerOptions& opt) {
             }
             const size_t d = ++done;
             if (d % 16 == 0 || d == total) spdlog::log(level, "  NVRTC {}/{} kernels", d, total);
-        }
-    };
-    ProgressPhase phase(fmt::format("compiling {} kernels with NVRTC for {}", total, opt.arch));
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < std::min<unsigned>(threads, static_cast<unsigned>(std::max<size_t>(total, 1))); ++t)
-        pool.emplace_back(worker);
-    for (std::thread& t : pool) t.join();
+        },
+        opt.jobs > 0 ? static_cast<unsigned>(opt.jobs) : 0);
     for (const std::string& e : errors) STOF_CHECK(e.empty(), "{}", e);
     spdlog::log(level, "kernels: {} compiled for {}, {} from the cache ({})", total - cached, opt.arch, cached.load(), cache);
 }

@@ -4,7 +4,7 @@
 #include "fusion/cost_model.hpp"
 #include "stof/version.hpp"
 #include "tune/output_check.hpp"
-#include "tune/parallel.hpp"
+#include "parallel.hpp"
 #include "tune/segment_graph.hpp"
 
 #include <fmt/format.h>

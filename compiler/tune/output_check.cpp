@@ -1,6 +1,6 @@
 #include "tune/output_check.hpp"
 
-#include "tune/parallel.hpp"
+#include "parallel.hpp"
 
 #include <fmt/format.h>
 

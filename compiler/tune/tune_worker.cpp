@@ -10,7 +10,7 @@
 #include "exec/executor.hpp"
 #include "plan/plan_reader.hpp"
 #include "stof/cuda_check.hpp"
-#include "tune/parallel.hpp"
+#include "parallel.hpp"
 
 #include <cublasLt.h>
 #include <fmt/ranges.h>

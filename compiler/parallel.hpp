@@ -7,17 +7,18 @@
 #include <thread>
 #include <vector>
 
-namespace stof::tune {
+namespace stof {
 
-// Runs f(i) for i in [0, n) on the hardware's threads; f must be safe to run concurrently.
-template <class F> void parallel_for(size_t n, F f) {
+// Runs f(i) for i in [0, n) on `threads` threads (0: the hardware's); f must be safe to run concurrently.
+template <class F> void parallel_for(size_t n, F f, unsigned threads = 0) {
     std::atomic<size_t> next{0};
     auto work = [&] {
         for (size_t i = next++; i < n; i = next++) f(i);
     };
-    const size_t threads = std::min<size_t>(n, std::max(1u, std::thread::hardware_concurrency()));
+    threads = std::min<unsigned>(threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency()),
+                                 static_cast<unsigned>(std::min<size_t>(n, 1u << 16)));
     std::vector<std::thread> pool;
-    for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
     work();
     for (std::thread& t : pool) t.join();
 }
@@ -34,4 +35,4 @@ template <class F> void parallel_chunks(int64_t n, F f) {
     });
 }
 
-}  // namespace stof::tune
+}  // namespace stof
