@@ -4,6 +4,8 @@
 
 #include <cudaTypedefs.h>
 
+#include <algorithm>
+
 namespace stof::kernels::attn {
 
 namespace {
@@ -57,9 +59,17 @@ cudaError_t launch(const AttnParams& p, const CUtensorMap& tq, const CUtensorMap
     int sms = 0;
     e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess) return e;
-    const int64_t items = static_cast<int64_t>((p.seq_q + Tr::BM - 1) / Tr::BM) * p.heads * p.batch;
+    int l2 = 0;
+    e = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+    if (e != cudaSuccess) return e;
+    const int64_t hbs = static_cast<int64_t>(p.heads) * p.batch;
+    const int64_t items = static_cast<int64_t>((p.seq_q + Tr::BM - 1) / Tr::BM) * hbs;
+    // (head, batch) pairs per group of work items: all of them when their K and V fit in
+    // half of L2, else as many as fit in a third.
+    const int64_t kv_bytes = 2 * static_cast<int64_t>(p.seq_k) * D * sizeof(T);
+    const int64_t hb_group = hbs * kv_bytes <= l2 / 2 ? hbs : std::clamp<int64_t>(l2 / 3 / kv_bytes, 1, hbs);
     const dim3 grid(static_cast<unsigned>(items < sms ? items : sms));
-    kernel<<<grid, Tr::THREADS, Tr::SMEM_BYTES, stream>>>(p, tq, tk, tv, to);
+    kernel<<<grid, Tr::THREADS, Tr::SMEM_BYTES, stream>>>(p, tq, tk, tv, to, static_cast<int>(hb_group));
     return cudaGetLastError();
 }
 

@@ -1,9 +1,9 @@
 // Block-wise sparse attention for Hopper (sm_90a): TMA, wgmma, warp specialisation.
 //
-// Work items are (128 query rows, head, batch), heaviest query blocks first as far as the
-// first mask pattern's first and last tile rows tell (see `late_first`); a persistent
-// grid of at most one CTA per multiprocessor takes items c, c + gridDim.x, ... A CTA has
-// three warpgroups:
+// Work items are (128 query rows, head, batch), in groups of heads whose K and V fit in L2
+// and, within a group, heaviest query blocks first as far as the first mask pattern's first
+// and last tile rows tell (see `late_first`); a persistent grid of at most one CTA per
+// multiprocessor takes items c, c + gridDim.x, ... A CTA has three warpgroups:
 //   warpgroup 0, one thread: the producer. Per item it loads the Q tile into one of two
 //     buffers (once the O of item n - 2 has left it), walks the listed 64-column key tiles
 //     of the item's rows (the union of the two 64-row mask tile rows' lists, ascending;
@@ -70,7 +70,7 @@ template <typename T, int D>
 __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
     block_wise_sm90_kernel(const __grid_constant__ AttnParams p, const __grid_constant__ CUtensorMap tq,
                            const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv,
-                           const __grid_constant__ CUtensorMap to) {
+                           const __grid_constant__ CUtensorMap to, int hb_group) {
     using Tr = Sm90Traits<D>;
     constexpr int STAGES = Tr::STAGES, TILE = Tr::TILE_BYTES, BOX = Tr::BOX_BYTES;
     extern __shared__ unsigned char smem_raw[];
@@ -84,22 +84,28 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
     TileInfo* info = reinterpret_cast<TileInfo*>(smem + Tr::INFO_OFFSET);
 
     const int tid = threadIdx.x, wg = tid >> 7;
-    // Work items: (128-row query block, head, batch), the query blocks of every (head,
-    // batch) in heaviest-first order as far as the ends of the first mask pattern tell:
-    // later blocks first when its last tile row lists at least as many tiles as its first
-    // (causal), earlier first otherwise (global rows at the top: longformer, bigbird).
-    // CTA c takes items c, c + gridDim.x, ...
+    // Work items: (128-row query block, head, batch) in groups of `hb_group` (head, batch)
+    // pairs, sized by the launcher so that a group's K and V stay in L2 while the CTAs work
+    // on it (all pairs in one group when they fit); within a group, the query blocks in
+    // heaviest-first order as far as the ends of the first mask pattern tell: later blocks
+    // first when its last tile row lists at least as many tiles as its first (causal),
+    // earlier first otherwise (global rows at the top: longformer, bigbird). CTA c takes
+    // items c, c + gridDim.x, ...
     const int hbs = p.heads * p.batch;
     const int qblocks = (p.seq_q + Tr::BM - 1) / Tr::BM;
     const int items = qblocks * hbs;
     const bool late_first = __ldg(p.row_ptr + p.tile_rows) - __ldg(p.row_ptr + p.tile_rows - 1) >=
                             __ldg(p.row_ptr + 1) - __ldg(p.row_ptr);
+    // Causal-like patterns keep one group: the heaviest-first order is what balances them.
+    const int hbg = late_first ? hbs : hb_group;
     int h = 0, b = 0, q0 = 0;
     auto decode = [&](int item) {
-        const int hb = item % hbs;
+        const int group = item / (hbg * qblocks), hb0 = group * hbg;
+        const int in_group = item - hb0 * qblocks, size = min(hbg, hbs - hb0);
+        const int hb = hb0 + in_group % size, rank = in_group / size;
         h = hb % p.heads;
         b = hb / p.heads;
-        q0 = (late_first ? qblocks - 1 - item / hbs : item / hbs) * Tr::BM;
+        q0 = (late_first ? qblocks - 1 - rank : rank) * Tr::BM;
     };
     const bool shared_list = p.tile_m == 128;  // one 128-row mask tile row for both consumers
 
@@ -194,6 +200,8 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
     int row0 = 0;
     uint32_t qs = 0;
     const T* bias_h = nullptr;
+    bool prescale = false;  // scores scaled before the softmax (a bias, or a scale that is not positive)
+    float sl = 1.f;         // the scale the softmax folds into its exponent
     float o[D / 2];
     float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};
     uint32_t qf[D / 16][4];  // this warp's Q rows as wgmma A fragments, k-step kk: columns 16kk..16kk+15
@@ -253,12 +261,17 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
             keep1 &= cb;
         }
     };
-    // Scores -> probabilities: scale, bias, mask (partial tiles and invalid keys only), online
-    // softmax; rows g (r = 0) and g + 8 (r = 1), reduced over the quad. alpha: the factor O
-    // must be rescaled by.
+    // Scores -> probabilities: mask (partial tiles and invalid keys only), online softmax in
+    // the log2 domain; rows g (r = 0) and g + 8 (r = 1), reduced over the quad. Without a
+    // bias the scale is folded into the exponent (exp2(s * sl - m), one FFMA; max(s) * sl is
+    // max(s * sl) for sl > 0); with a bias the scores are scaled first and sl is 1. m_r is in
+    // the scaled domain. alpha: the factor O must be rescaled by (exactly 1 when the row
+    // maximum did not move).
     auto softmax = [&](float(&sc)[32], const TileInfo& t, int bm, uint32_t keep0, uint32_t keep1, float(&alpha)[2]) {
+        if (prescale) {
 #pragma unroll
-        for (int i = 0; i < 32; ++i) sc[i] *= p.scale_log2;
+            for (int i = 0; i < 32; ++i) sc[i] *= p.scale_log2;
+        }
         if (bias_h) {
             const int j0 = t.col * Tr::BN + 2 * t4;
 #pragma unroll
@@ -289,7 +302,7 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
         for (int r = 0; r < 2; ++r) {
             mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
             mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-            const float m_new = fmaxf(m_r[r], mx[r]);
+            const float m_new = fmaxf(m_r[r], mx[r] * sl);
             base[r] = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing kept yet stays at zero
             alpha[r] = exp2_approx(m_r[r] - base[r]);
             m_r[r] = m_new;
@@ -297,10 +310,10 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
         float rs[2] = {0.f, 0.f};
 #pragma unroll
         for (int n = 0; n < 8; ++n) {
-            sc[4 * n + 0] = exp2_approx(sc[4 * n + 0] - base[0]);
-            sc[4 * n + 1] = exp2_approx(sc[4 * n + 1] - base[0]);
-            sc[4 * n + 2] = exp2_approx(sc[4 * n + 2] - base[1]);
-            sc[4 * n + 3] = exp2_approx(sc[4 * n + 3] - base[1]);
+            sc[4 * n + 0] = exp2_approx(fmaf(sc[4 * n + 0], sl, -base[0]));
+            sc[4 * n + 1] = exp2_approx(fmaf(sc[4 * n + 1], sl, -base[0]));
+            sc[4 * n + 2] = exp2_approx(fmaf(sc[4 * n + 2], sl, -base[1]));
+            sc[4 * n + 3] = exp2_approx(fmaf(sc[4 * n + 3], sl, -base[1]));
             rs[0] += sc[4 * n + 0] + sc[4 * n + 1];
             rs[1] += sc[4 * n + 2] + sc[4 * n + 3];
         }
@@ -352,6 +365,8 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
         row0 = q0 + 64 * w + 16 * wq + g;
         qs = sbase + Tr::Q_OFFSET + (2 * qb + w) * TILE;
         bias_h = p.bias ? static_cast<const T*>(p.bias) + h * p.bias_sh : nullptr;
+        prescale = bias_h || !(p.scale_log2 > 0.f);
+        sl = prescale ? 1.f : p.scale_log2;
 #pragma unroll
         for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
         m_r[0] = m_r[1] = -INFINITY;
@@ -410,6 +425,7 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
                     sm90::wgmma_wait<0>();
                     sm90::fence_regs(sc);
                     softmax(sc, t2, bm2, keep0, keep1, alpha);
+                    rescale_o(alpha);
                 } else {
                     issue_qk(sc, s2);
                     load_keep(t2, bm2, keep0, keep1);
@@ -417,11 +433,19 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
                     sm90::wgmma_wait<1>();
                     sm90::fence_regs(sc);
                     softmax(sc, t2, bm2, keep0, keep1, alpha);
-                    sm90::wgmma_wait<0>();
-                    sm90::fence_regs(o);
+                    // O is rescaled only when a row maximum moved. The branch also keeps the
+                    // wait for PV after the softmax: within one block ptxas hoists it above
+                    // the exponentials.
+                    if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
+                        sm90::wgmma_wait<0>();
+                        sm90::fence_regs(o);
+                        rescale_o(alpha);
+                    } else {
+                        sm90::wgmma_wait<0>();
+                        sm90::fence_regs(o);
+                    }
                     sm90::mbar_arrive(empty(s));
                 }
-                rescale_o(alpha);
                 pack_p(sc, pa);
                 s = s2;
                 phase = phase2;
