@@ -126,6 +126,31 @@ TEST_CASE("a shape runs on the smallest bucket that holds it", "[cpu][shapes]") 
     CHECK(plan::bound_shape({4, 1000, 64}, {0, 1, -1}, {3, 700}) == Shape{3, 700, 64});
 }
 
+TEST_CASE("a run binds tensors of the bucket's shape in place and pads or cuts the others", "[cpu][shapes]") {
+    const plan::Plan p = test::ranged_plan();  // n = 3..8, buckets 4 and 8; input and output [n]
+    const plan::Plan& four = p.buckets[plan::pick_bucket(p.ranges, {4})];
+    REQUIRE(four.tensors[static_cast<size_t>(four.inputs[0])].shape == Shape{4});
+    plan::BucketBinding b = plan::bind_bucket(four, {{4}}, {{4}});
+    CHECK(b.input_in_place == std::vector<bool>{true});
+    CHECK(b.output_in_place == std::vector<bool>{true});
+    CHECK(b.all_in_place());
+    b = plan::bind_bucket(four, {{3}}, {{3}});
+    CHECK(b.input_in_place == std::vector<bool>{false});
+    CHECK(b.output_in_place == std::vector<bool>{false});
+    CHECK_FALSE(b.all_in_place());
+    b = plan::bind_bucket(four, {{4}}, {{3}});
+    CHECK(b.input_in_place == std::vector<bool>{true});
+    CHECK_FALSE(b.all_in_place());
+    const plan::Plan& eight = p.buckets[plan::pick_bucket(p.ranges, {5})];
+    CHECK_FALSE(plan::bind_bucket(eight, {{5}}, {{5}}).all_in_place());
+    CHECK(plan::bind_bucket(eight, {{8}}, {{8}}).all_in_place());
+    test::require_error(
+        [&] {
+            plan::bind_bucket(four, {{4}, {4}}, {{4}});
+        },
+        "2 input and 1 output shapes for a bucket of 1 inputs and 1 outputs");
+}
+
 TEST_CASE("ranges bind to the model's named dimensions; the bucket count is bounded", "[cpu][shapes]") {
     const ir::Graph g = import_onnx_file(zoo("bert-dynamo"));
     // A range on an input's named dimensions is the range of that name: attention_mask follows too.

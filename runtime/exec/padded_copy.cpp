@@ -3,70 +3,80 @@
 #include "stof/cuda_check.hpp"
 #include "stof/error.hpp"
 
+#include <cstdint>
+
 namespace stof::exec {
 
-namespace {
-
-// Copies the box `small` between a dense tensor of shape `small` and one of shape
-// `big` (to_big: small -> big). Below the last dimension where the shapes differ,
-// rows are contiguous in both; one 2-D copy per index of the dimensions before it.
-void copy_box(char* big_ptr, const Shape& big, char* small_ptr, const Shape& small, size_t elem, bool to_big,
-              cudaStream_t stream) {
-    STOF_CHECK(big.size() == small.size(), "padded copy: rank {} vs {}", small.size(), big.size());
-    const size_t n = big.size();
-    size_t k = n;  // the last differing dimension
-    for (size_t d = 0; d < n; ++d) {
-        STOF_CHECK(small[d] <= big[d], "padded copy: shape {} does not fit in {}", shape_str(small), shape_str(big));
-        if (small[d] != big[d]) k = d;
+bool box_copy_entry(const BoxCopy& c, kernels::BoxCopyEntry& entry) {
+    STOF_CHECK(c.src_shape.size() == c.dst_shape.size(), "padded copy: shape {} into {}: the ranks differ",
+               shape_str(c.src_shape), shape_str(c.dst_shape));
+    STOF_CHECK(c.elem_bytes >= 1, "padded copy: elements of 0 bytes");
+    if (numel(c.dst_shape) == 0) return false;
+    // Merged dimensions, innermost first: (src, dst) extents and whether every dimension in
+    // the group is equal in both shapes (then the next dimension out can join it).
+    struct Group {
+        int64_t src = 1, dst = 1;
+        bool equal = true;
+    };
+    std::vector<Group> groups;
+    for (size_t d = c.dst_shape.size(); d-- > 0;) {
+        const int64_t s = c.src_shape[d], t = c.dst_shape[d];
+        if (s == 1 && t == 1) continue;
+        if (groups.empty() || !groups.back().equal) groups.push_back(Group{});
+        Group& g = groups.back();
+        g.src *= s;
+        g.dst *= t;
+        g.equal = g.equal && s == t;
     }
-    const size_t total = static_cast<size_t>(numel(small)) * elem;
-    if (total == 0) return;
-    if (k == n) {
-        if (to_big) STOF_CUDA_CHECK(cudaMemcpyAsync(big_ptr, small_ptr, total, cudaMemcpyDefault, stream));
-        else STOF_CUDA_CHECK(cudaMemcpyAsync(small_ptr, big_ptr, total, cudaMemcpyDefault, stream));
-        return;
+    if (groups.empty()) groups.push_back(Group{});  // a single element
+    STOF_CHECK(groups.size() <= static_cast<size_t>(kernels::kBoxCopyMaxRank),
+               "padded copy: shape {} into {} leaves {} dimensions after merging; the copy kernel takes at most {}",
+               shape_str(c.src_shape), shape_str(c.dst_shape), groups.size(), kernels::kBoxCopyMaxRank);
+    // The widest unit dividing both innermost rows (in bytes) and both addresses; an empty
+    // source (dst all padding) is never read and imposes nothing.
+    const bool src_empty = numel(c.src_shape) == 0;
+    const uint64_t src_row = static_cast<uint64_t>(groups[0].src) * c.elem_bytes;
+    const uint64_t dst_row = static_cast<uint64_t>(groups[0].dst) * c.elem_bytes;
+    const uint64_t all = dst_row | reinterpret_cast<uintptr_t>(c.dst) |
+                         (src_empty ? 0 : src_row | reinterpret_cast<uintptr_t>(c.src));
+    uint64_t unit = 16;
+    while (unit > 1 && (all % unit) != 0) unit /= 2;
+    entry = kernels::BoxCopyEntry{};
+    entry.src = src_empty ? nullptr : c.src;
+    entry.dst = c.dst;
+    entry.rank = static_cast<int32_t>(groups.size());
+    entry.unit_bytes = static_cast<int32_t>(unit);
+    for (size_t k = 0; k < groups.size(); ++k) {
+        const size_t d = groups.size() - 1 - k;  // outermost first
+        const bool inner = k == 0;
+        entry.src_dims[d] = inner ? static_cast<int64_t>(src_row / unit) : groups[k].src;
+        entry.dst_dims[d] = inner ? static_cast<int64_t>(dst_row / unit) : groups[k].dst;
     }
-    size_t inner = elem;  // bytes of one index of dimension k (equal in both shapes)
-    for (size_t d = k + 1; d < n; ++d) inner *= static_cast<size_t>(small[d]);
-    const size_t width = static_cast<size_t>(small[k]) * inner;
-    const size_t big_pitch = static_cast<size_t>(big[k]) * inner;
-    // Rows: the indices of dimensions [0, k); the last of them (k - 1) is the 2-D copy's height.
-    const size_t height = k ? static_cast<size_t>(small[k - 1]) : 1;
-    size_t outer = 1;
-    for (size_t d = 0; d + 1 < k; ++d) outer *= static_cast<size_t>(small[d]);
-    std::vector<int64_t> idx(k ? k - 1 : 0, 0);
-    for (size_t o = 0; o < outer; ++o) {
-        // Row offsets of index idx (dimensions [0, k-1)) in both layouts.
-        size_t big_off = 0, small_off = 0;
-        for (size_t d = 0; d < idx.size(); ++d) {
-            big_off = big_off * static_cast<size_t>(big[d]) + static_cast<size_t>(idx[d]);
-            small_off = small_off * static_cast<size_t>(small[d]) + static_cast<size_t>(idx[d]);
-        }
-        const size_t big_rows = k ? static_cast<size_t>(big[k - 1]) : 1;
-        char* b = big_ptr + big_off * big_rows * big_pitch;
-        char* s = small_ptr + small_off * height * width;
-        if (to_big) STOF_CUDA_CHECK(cudaMemcpy2DAsync(b, big_pitch, s, width, width, height, cudaMemcpyDefault, stream));
-        else STOF_CUDA_CHECK(cudaMemcpy2DAsync(s, width, b, big_pitch, width, height, cudaMemcpyDefault, stream));
-        for (size_t d = idx.size(); d-- > 0;) {
-            if (++idx[d] < small[d]) break;
-            idx[d] = 0;
-        }
-    }
+    return true;
 }
 
-}  // namespace
-
-void pad_into_bucket(void* dst, const Shape& bucket, const void* src, const Shape& actual, size_t elem_bytes,
-                     cudaStream_t stream) {
-    if (bucket != actual) STOF_CUDA_CHECK(cudaMemsetAsync(dst, 0, static_cast<size_t>(numel(bucket)) * elem_bytes, stream));
-    copy_box(static_cast<char*>(dst), bucket, const_cast<char*>(static_cast<const char*>(src)), actual, elem_bytes, true,
-             stream);
+std::vector<kernels::BoxCopyTable> box_copy_tables(const std::vector<BoxCopy>& copies) {
+    std::vector<kernels::BoxCopyTable> tables;
+    kernels::BoxCopyEntry e;
+    for (const BoxCopy& c : copies) {
+        if (!box_copy_entry(c, e)) continue;
+        if (tables.empty() || tables.back().count == kernels::kBoxCopyMaxEntries) tables.emplace_back();
+        kernels::BoxCopyTable& t = tables.back();
+        t.entries[t.count++] = e;
+    }
+    return tables;
 }
 
-void cut_from_bucket(void* dst, const Shape& actual, const void* src, const Shape& bucket, size_t elem_bytes,
-                     cudaStream_t stream) {
-    copy_box(const_cast<char*>(static_cast<const char*>(src)), bucket, static_cast<char*>(dst), actual, elem_bytes, false,
-             stream);
+void enqueue_box_copies(const std::vector<BoxCopy>& copies, cudaStream_t stream) {
+    enqueue_box_copy_tables(box_copy_tables(copies), stream);
+}
+
+void enqueue_box_copy_tables(const std::vector<kernels::BoxCopyTable>& tables, cudaStream_t stream) {
+    for (const kernels::BoxCopyTable& t : tables) {
+        const char* why = kernels::check_box_copy(t);
+        STOF_CHECK(!*why, "padded copy: {}", why);
+        STOF_CUDA_CHECK(kernels::launch_box_copy(t, stream));
+    }
 }
 
 }  // namespace stof::exec

@@ -51,10 +51,13 @@ std::string cuda_versions() {
 }
 
 // A static plan runs on one executor. A ranged plan (stof/shape_ranges.hpp) keeps
-// its buckets' plans and loads each onto an executor on first use; its inputs and
-// outputs live in staging buffers at their actual shapes (sized for the largest), padded
-// into the bucket's tensors before the steps and cut back out of them after. Every
-// ranged run goes through one stream (`stream`, or a caller's) ordered by `done`.
+// its buckets' plans and loads each onto an executor on first use. An input or output
+// whose actual shape equals its bucket's is bound in place (plan::bind_bucket): it lives
+// in the bucket's own buffer, as in a static plan. The others live in staging buffers at
+// their actual shapes (sized for the largest), padded into the bucket's tensors before the
+// steps and cut back out of them after, each direction one box copy launch
+// (exec/padded_copy.hpp). Every ranged run goes through one stream (`stream`, or a
+// caller's) ordered by `done`.
 struct Runtime::Impl {
     int device = 0;
     std::vector<std::unique_ptr<exec::Executor>> execs;  // per bucket (a static plan: one)
@@ -64,14 +67,23 @@ struct Runtime::Impl {
     size_t current = 0;
     std::vector<int64_t> values;  // the variables' actual sizes
     std::vector<TensorInfo> inputs, outputs;
+    plan::BucketBinding binding;  // of the current bucket at the actual shapes
+    // The box copy tables of padding from and cutting to the staging buffers at the
+    // current shapes, built on first use after select.
+    std::vector<kernels::BoxCopyTable> staged_pad, staged_cut;
+    bool staged_tables = false;
     std::vector<void*> in_stage, out_stage;
     cudaStream_t stream = nullptr;
+    // The end of the last ranged run or copy, on stream done_on: recorded in `done` at once
+    // on a caller's stream, and on `stream` (which lives as long as this) only when work on
+    // another stream needs it (owed), so runs on `stream` alone record no event.
     cudaEvent_t done = nullptr;
     cudaStream_t done_on = nullptr;
-    bool recorded = false;
+    bool recorded = false, owed = false;
     cudaEvent_t start = nullptr, stop = nullptr;
-    // The CUDA graph of the last graph run on the staging buffers: padding, the bucket's
-    // steps and cutting, captured for one bucket at one shape (captured again on a change).
+    // The CUDA graph of the last graph run on the staging buffers with something to pad or
+    // cut: padding, the bucket's steps and cutting, captured for one bucket at one shape
+    // (captured again on a change). Runs with everything in place replay the bucket's own.
     cudaGraphExec_t graph = nullptr;
     size_t graph_bucket = 0;
     std::vector<int64_t> graph_values;
@@ -170,6 +182,24 @@ struct Runtime::Impl {
             out.shape = plan::bound_shape(out.shape, ranges.output_dims[i], values);
             outputs.push_back(std::move(out));
         }
+        std::vector<Shape> in_shapes, out_shapes;
+        for (const TensorInfo& t : inputs) in_shapes.push_back(t.shape);
+        for (const TensorInfo& t : outputs) out_shapes.push_back(t.shape);
+        binding = plan::bind_bucket(pl, in_shapes, out_shapes);
+        staged_tables = false;
+    }
+
+    // Where input / output i lives at the current shapes: the bucket's own buffer when
+    // bound in place (the bucket is loaded), else its staging buffer.
+    void* in_buffer(size_t i) {
+        if (!binding.input_in_place[i]) return in_stage[i];
+        exec::Executor& e = ex();
+        return e.address(e.plan().inputs[i]);
+    }
+    void* out_buffer(size_t i) {
+        if (!binding.output_in_place[i]) return out_stage[i];
+        exec::Executor& e = ex();
+        return e.address(e.plan().outputs[i]);
     }
 
     void set_shape(size_t index, const Shape& shape) {
@@ -193,51 +223,102 @@ struct Runtime::Impl {
     // Orders work on stream s after the previous ranged run or copy, on whichever stream.
     void begin(cudaStream_t s) {
         STOF_CUDA_CHECK(cudaSetDevice(device));
-        if (recorded && s != done_on) STOF_CUDA_CHECK(cudaStreamWaitEvent(s, done, 0));
+        if (s == done_on) return;
+        if (owed) {
+            STOF_CUDA_CHECK(cudaEventRecord(done, stream));
+            owed = false;
+            recorded = true;
+        }
+        if (recorded) STOF_CUDA_CHECK(cudaStreamWaitEvent(s, done, 0));
     }
     void end(cudaStream_t s) {
-        STOF_CUDA_CHECK(cudaEventRecord(done, s));
         done_on = s;
+        owed = s == stream;
+        if (owed) return;
+        STOF_CUDA_CHECK(cudaEventRecord(done, s));
         recorded = true;
     }
 
-    // One ranged run on s: inputs (the caller's where given, else the staging buffers)
-    // padded into the bucket, its steps, outputs cut back (to the caller's or staging).
-    // A graph run on the staging buffers replays one graph of the padding, the steps and
-    // the cutting; runs on a caller's buffers copy around the bucket's own graph.
+    // One ranged run on s. Inputs and outputs bound in place are the bucket's own buffers
+    // (a caller's buffer is copied in and out, as for a static plan); the others are padded
+    // into the bucket from the caller's buffer where given, else from staging, and cut back
+    // likewise: one box copy launch each way. A graph run on the staging buffers with
+    // something to pad or cut replays one graph of the padding, the steps and the cutting;
+    // other graph runs replay the bucket's own graph.
     void enqueue_ranged(const void* const* in, void* const* out, bool use_graph, cudaStream_t s) {
         exec::Executor& e = ex();
         bool staged = true;
         for (size_t i = 0; in && i < inputs.size(); ++i) staged = staged && !in[i];
         for (size_t i = 0; out && i < outputs.size(); ++i) staged = staged && !out[i];
-        if (use_graph && staged) {
+        if (use_graph && staged && !binding.all_in_place()) {
             if (!graph || graph_bucket != current || graph_values != values) capture(e);
             begin(s);
             STOF_CUDA_CHECK(cudaGraphLaunch(graph, s));
             end(s);
             return;
         }
+        const plan::Plan& pl = e.plan();
         begin(s);
+        for (size_t i = 0; in && i < inputs.size(); ++i) {
+            void* own = e.address(pl.inputs[i]);
+            if (binding.input_in_place[i] && in[i] && in[i] != own && bytes(inputs[i]))
+                STOF_CUDA_CHECK(cudaMemcpyAsync(own, in[i], bytes(inputs[i]), cudaMemcpyDefault, s));
+        }
         pad_inputs(e, in, s);
         e.enqueue(use_graph, s);
         cut_outputs(e, out, s);
+        for (size_t i = 0; out && i < outputs.size(); ++i) {
+            const void* own = e.address(pl.outputs[i]);
+            if (binding.output_in_place[i] && out[i] && out[i] != own && bytes(outputs[i]))
+                STOF_CUDA_CHECK(cudaMemcpyAsync(out[i], own, bytes(outputs[i]), cudaMemcpyDefault, s));
+        }
         end(s);
     }
+    // The inputs not bound in place padded into the bucket (from the caller's buffer where
+    // `in` gives one, else staging): one launch, none when every input is in place.
     void pad_inputs(exec::Executor& e, const void* const* in, cudaStream_t s) {
-        const plan::Plan& pl = e.plan();
-        for (size_t i = 0; i < inputs.size(); ++i) {
-            const plan::TensorDesc& d = pl.tensors[static_cast<size_t>(pl.inputs[i])];
-            exec::pad_into_bucket(e.address(pl.inputs[i]), d.shape, in && in[i] ? in[i] : in_stage[i], inputs[i].shape,
-                                  dtype_size(d.dtype), s);
-        }
+        bool staged = true;
+        for (size_t i = 0; in && i < inputs.size(); ++i) staged = staged && (binding.input_in_place[i] || !in[i]);
+        if (!staged) return exec::enqueue_box_copies(pad_copies(e, in), s);
+        build_staged_tables(e);
+        exec::enqueue_box_copy_tables(staged_pad, s);
     }
+    // The outputs not bound in place cut out of the bucket (to the caller's buffer where
+    // `out` gives one, else staging): one launch, none when every output is in place.
     void cut_outputs(exec::Executor& e, void* const* out, cudaStream_t s) {
+        bool staged = true;
+        for (size_t i = 0; out && i < outputs.size(); ++i) staged = staged && (binding.output_in_place[i] || !out[i]);
+        if (!staged) return exec::enqueue_box_copies(cut_copies(e, out), s);
+        build_staged_tables(e);
+        exec::enqueue_box_copy_tables(staged_cut, s);
+    }
+    void build_staged_tables(exec::Executor& e) {
+        if (staged_tables) return;
+        staged_pad = exec::box_copy_tables(pad_copies(e, nullptr));
+        staged_cut = exec::box_copy_tables(cut_copies(e, nullptr));
+        staged_tables = true;
+    }
+    std::vector<exec::BoxCopy> pad_copies(exec::Executor& e, const void* const* in) const {
         const plan::Plan& pl = e.plan();
-        for (size_t i = 0; i < outputs.size(); ++i) {
-            const plan::TensorDesc& d = pl.tensors[static_cast<size_t>(pl.outputs[i])];
-            exec::cut_from_bucket(out && out[i] ? out[i] : out_stage[i], outputs[i].shape, e.address(pl.outputs[i]), d.shape,
-                                  dtype_size(d.dtype), s);
+        std::vector<exec::BoxCopy> copies;
+        for (size_t i = 0; i < inputs.size(); ++i) {
+            if (binding.input_in_place[i]) continue;
+            const plan::TensorDesc& d = pl.tensors[static_cast<size_t>(pl.inputs[i])];
+            copies.push_back(exec::BoxCopy{in && in[i] ? in[i] : in_stage[i], inputs[i].shape, e.address(pl.inputs[i]), d.shape,
+                                           dtype_size(d.dtype)});
         }
+        return copies;
+    }
+    std::vector<exec::BoxCopy> cut_copies(exec::Executor& e, void* const* out) const {
+        const plan::Plan& pl = e.plan();
+        std::vector<exec::BoxCopy> copies;
+        for (size_t i = 0; i < outputs.size(); ++i) {
+            if (binding.output_in_place[i]) continue;
+            const plan::TensorDesc& d = pl.tensors[static_cast<size_t>(pl.outputs[i])];
+            copies.push_back(exec::BoxCopy{e.address(pl.outputs[i]), d.shape, out && out[i] ? out[i] : out_stage[i],
+                                           outputs[i].shape, dtype_size(d.dtype)});
+        }
+        return copies;
     }
     // Captures padding, steps and cutting on `stream` (idle: every ranged run is ordered
     // through `done`, so waiting for it first leaves nothing pending).
@@ -270,15 +351,16 @@ struct Runtime::Impl {
     void sync() { STOF_CUDA_CHECK(cudaStreamSynchronize(stream)); }
 
     void upload_stage(size_t i, const void* host) {
+        void* dst = in_buffer(i);
         begin(stream);
-        if (bytes(inputs[i])) STOF_CUDA_CHECK(cudaMemcpyAsync(in_stage[i], host, bytes(inputs[i]), cudaMemcpyDefault, stream));
+        if (bytes(inputs[i])) STOF_CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes(inputs[i]), cudaMemcpyDefault, stream));
         end(stream);
         sync();
     }
     void download_stage(size_t i, void* host) {
+        const void* src = out_buffer(i);
         begin(stream);
-        if (bytes(outputs[i]))
-            STOF_CUDA_CHECK(cudaMemcpyAsync(host, out_stage[i], bytes(outputs[i]), cudaMemcpyDefault, stream));
+        if (bytes(outputs[i])) STOF_CUDA_CHECK(cudaMemcpyAsync(host, src, bytes(outputs[i]), cudaMemcpyDefault, stream));
         end(stream);
         sync();
     }
@@ -350,13 +432,13 @@ void Runtime::run(bool graph) {
 
 void* Runtime::input_address(size_t index) const {
     STOF_CHECK(index < impl_->inputs.size(), "input index {} is out of range ({} inputs)", index, impl_->inputs.size());
-    if (impl_->ranged()) return impl_->in_stage[index];
+    if (impl_->ranged()) return impl_->in_buffer(index);
     return impl_->ex().address(impl_->inputs[index].tensor);
 }
 
 void* Runtime::output_address(size_t index) const {
     STOF_CHECK(index < impl_->outputs.size(), "output index {} is out of range ({} outputs)", index, impl_->outputs.size());
-    if (impl_->ranged()) return impl_->out_stage[index];
+    if (impl_->ranged()) return impl_->out_buffer(index);
     return impl_->ex().address(impl_->outputs[index].tensor);
 }
 
@@ -401,11 +483,7 @@ void Runtime::run_traced(const std::function<void(size_t step)>& after_step) {
     if (impl_->ranged()) {
         // Inputs padded into the bucket first, outputs cut back after the last step.
         impl_->begin(ex.stream());
-        for (size_t i = 0; i < impl_->inputs.size(); ++i) {
-            const plan::TensorDesc& d = p.tensors[static_cast<size_t>(p.inputs[i])];
-            exec::pad_into_bucket(ex.address(p.inputs[i]), d.shape, impl_->in_stage[i], impl_->inputs[i].shape,
-                                  dtype_size(d.dtype), ex.stream());
-        }
+        impl_->pad_inputs(ex, nullptr, ex.stream());
         impl_->end(ex.stream());
         ex.synchronize();
     }
@@ -415,11 +493,7 @@ void Runtime::run_traced(const std::function<void(size_t step)>& after_step) {
     }
     if (impl_->ranged()) {
         impl_->begin(ex.stream());
-        for (size_t i = 0; i < impl_->outputs.size(); ++i) {
-            const plan::TensorDesc& d = p.tensors[static_cast<size_t>(p.outputs[i])];
-            exec::cut_from_bucket(impl_->out_stage[i], impl_->outputs[i].shape, ex.address(p.outputs[i]), d.shape,
-                                  dtype_size(d.dtype), ex.stream());
-        }
+        impl_->cut_outputs(ex, nullptr, ex.stream());
         impl_->end(ex.stream());
         ex.synchronize();
     }

@@ -90,6 +90,26 @@ size_t pick_bucket(const ShapeRanges& r, const std::vector<int64_t>& values) {
     STOF_FAIL("the plan has no bucket for {}", fmt::join(want, "x"));
 }
 
+bool BucketBinding::all_in_place() const {
+    for (bool b : input_in_place)
+        if (!b) return false;
+    for (bool b : output_in_place)
+        if (!b) return false;
+    return true;
+}
+
+BucketBinding bind_bucket(const Plan& bucket, const std::vector<Shape>& inputs, const std::vector<Shape>& outputs) {
+    STOF_CHECK(inputs.size() == bucket.inputs.size() && outputs.size() == bucket.outputs.size(),
+               "{} input and {} output shapes for a bucket of {} inputs and {} outputs", inputs.size(), outputs.size(),
+               bucket.inputs.size(), bucket.outputs.size());
+    BucketBinding b;
+    for (size_t i = 0; i < inputs.size(); ++i)
+        b.input_in_place.push_back(bucket.tensors.at(static_cast<size_t>(bucket.inputs[i])).shape == inputs[i]);
+    for (size_t i = 0; i < outputs.size(); ++i)
+        b.output_in_place.push_back(bucket.tensors.at(static_cast<size_t>(bucket.outputs[i])).shape == outputs[i]);
+    return b;
+}
+
 std::string describe_ranges(const ShapeRanges& r) {
     std::string s;
     for (size_t k = 0; k < r.vars.size(); ++k)

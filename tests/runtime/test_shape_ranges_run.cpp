@@ -17,6 +17,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -145,20 +146,77 @@ TEST_CASE("a range plan runs shapes inside its range like the reference interpre
     test::require_error([&] { rt.set_input_shape(0, {1, 129}); }, "outside the plan's range 16..128");
 }
 
+// Runs rt on feeds as enqueue does for a caller: device buffers of the actual shapes on a
+// stream of the caller's, outputs poisoned (0xff) first; returns the output's bytes.
+std::vector<uint8_t> run_enqueued(Runtime& rt, const TensorMap& feeds, bool graph) {
+    std::vector<std::unique_ptr<test::DeviceBuffer>> in;
+    std::vector<const void*> in_ptrs;
+    for (const TensorInfo& i : rt.inputs()) {
+        const Tensor& t = feeds.at(i.name);
+        REQUIRE(t.shape == i.shape);
+        in.push_back(std::make_unique<test::DeviceBuffer>(t.bytes.size()));
+        test::upload(*in.back(), t.bytes);
+        in_ptrs.push_back(in.back()->ptr);
+    }
+    const TensorInfo& o = rt.outputs()[0];
+    test::DeviceBuffer out(static_cast<size_t>(numel(o.shape)) * dtype_size(o.dtype));
+    CUDA_REQUIRE(cudaMemset(out.ptr, 0xff, out.bytes));
+    void* out_ptrs[] = {out.ptr};
+    cudaStream_t s = nullptr;
+    CUDA_REQUIRE(cudaStreamCreate(&s));
+    rt.enqueue(in_ptrs.data(), out_ptrs, graph, s);
+    CUDA_REQUIRE(cudaStreamSynchronize(s));
+    CUDA_REQUIRE(cudaStreamDestroy(s));
+    return test::download<uint8_t>(out.ptr, out.bytes);
+}
+
 TEST_CASE("a range plan at a shape matches the plan compiled for exactly that shape", "[gpu][shapes]") {
     STOF_REQUIRE_GPU();
     const ir::Graph model = import_onnx_file(test::source_dir() + "/models/" + kModel + "/model.onnx");
     Runtime ranged(write(compile_ranged(model, parse_shape_args({"seq=64..128", "batch=2"}), gpu_options()),
                          "shape_ranges_bert_64_128.plan"));
-    ir::Graph g = model;
-    CompileOptions opt = gpu_options();
-    opt.pipeline.pass.input_shapes = {{"batch", {2}}, {"seq", {100}}};
-    Runtime exact(write(compile_model(g, opt), "shape_ranges_bert_100.plan"));
-    const TensorMap feeds = inputs_at(model, 2, 100);
-    const Tensor a = run_poisoned(ranged, feeds), b = run_poisoned(exact, feeds);
-    const Comparison cmp = compare(a, b, 1e-2, 1e-2);
-    INFO(describe(cmp, b, 1e-2, 1e-2));
-    CHECK(cmp.ok);
+    // seq 128 is a bucket's size (inputs and output bound in place), seq 100 is padded into it.
+    for (int64_t seq : {int64_t{100}, int64_t{128}}) {
+        INFO("seq " << seq);
+        ir::Graph g = model;
+        CompileOptions opt = gpu_options();
+        opt.pipeline.pass.input_shapes = {{"batch", {2}}, {"seq", {seq}}};
+        Runtime exact(write(compile_model(g, opt), "shape_ranges_bert_" + std::to_string(seq) + ".plan"));
+        const TensorMap feeds = inputs_at(model, 2, seq);
+        const Tensor a = run_poisoned(ranged, feeds), b = run_poisoned(exact, feeds);
+        CHECK(ranged.ranges()->bucket_values[ranged.bucket()] == std::vector<int64_t>{128});
+        const Comparison cmp = compare(a, b, 1e-2, 1e-2);
+        INFO(describe(cmp, b, 1e-2, 1e-2));
+        CHECK(cmp.ok);
+
+        // Bound in place, an input set through the runtime is the bucket's own tensor before
+        // any run; padded, the run leaves the bucket's tensor the input and zeros after it.
+        const TensorInfo& ids = ranged.inputs()[0];
+        const Tensor& fed = feeds.at(ids.name);
+        Tensor poison(ids.dtype, ranged.plan().tensors[static_cast<size_t>(ids.tensor)].shape);
+        std::fill(poison.bytes.begin(), poison.bytes.end(), uint8_t{0xff});
+        ranged.write_tensor(ids.tensor, poison);
+        ranged.set_input(ids.name, fed);
+        if (seq == 128) {
+            CHECK(ranged.read_tensor(ids.tensor).bytes == fed.bytes);
+            CHECK(ranged.input_address(0) != nullptr);
+        } else {
+            CHECK(ranged.read_tensor(ids.tensor).bytes == poison.bytes);
+            ranged.run();
+            CHECK(ranged.read_tensor(ids.tensor).bytes == pad_tensor(fed, {2, 128}).bytes);
+        }
+
+        // The same bytes as a CUDA graph, and enqueued on a caller's device buffers and stream
+        // (plain and graph), on both plans.
+        CUDA_REQUIRE(cudaMemset(ranged.output_address(0), 0xff, a.bytes.size()));
+        ranged.run(true);
+        CHECK(ranged.output("last_hidden_state").bytes == a.bytes);
+        for (bool graph : {false, true}) {
+            INFO("enqueued, graph " << graph);
+            CHECK(run_enqueued(ranged, feeds, graph) == a.bytes);
+            CHECK(run_enqueued(exact, feeds, graph) == b.bytes);
+        }
+    }
 }
 
 TEST_CASE("C API: a range plan takes the actual shape", "[gpu][shapes][c_api]") {
@@ -198,9 +256,41 @@ TEST_CASE("C API: a range plan takes the actual shape", "[gpu][shapes][c_api]") 
     REQUIRE(stof_plan_run(plan, 0) == STOF_OK);
     Tensor got(DType::f32, {2, 40, 128});
     REQUIRE(stof_plan_get_output(plan, 0, got.bytes.data(), got.bytes.size()) == STOF_OK);
-    stof_plan_close(plan);
     const Tensor want = reference(model, feeds);
     const Comparison cmp = compare(got, want, 3e-2, 3e-2);
     INFO(describe(cmp, want, 3e-2, 3e-2));
     CHECK(cmp.ok);
+
+    // At a bucket's own shape (2x64: bound in place), enqueued on device buffers and a
+    // stream of the caller's, plain and as a CUDA graph, output poisoned first.
+    const int64_t full[] = {2, 64};
+    REQUIRE(stof_plan_set_input_shape(plan, 0, 2, full) == STOF_OK);
+    const TensorMap feeds64 = inputs_at(model, 2, 64);
+    const Tensor want64 = reference(model, feeds64);
+    std::vector<std::unique_ptr<test::DeviceBuffer>> in;
+    std::vector<const void*> in_ptrs;
+    for (size_t i = 0; i < n; ++i) {
+        REQUIRE(stof_plan_input_info(plan, i, &info) == STOF_OK);
+        const Tensor& t = feeds64.at(info.name);
+        in.push_back(std::make_unique<test::DeviceBuffer>(t.bytes.size()));
+        test::upload(*in.back(), t.bytes);
+        in_ptrs.push_back(in.back()->ptr);
+    }
+    test::DeviceBuffer out(want64.bytes.size());
+    void* out_ptrs[] = {out.ptr};
+    cudaStream_t s = nullptr;
+    CUDA_REQUIRE(cudaStreamCreate(&s));
+    for (int graph : {0, 1}) {
+        INFO("graph " << graph);
+        CUDA_REQUIRE(cudaMemset(out.ptr, 0xff, out.bytes));
+        REQUIRE(stof_plan_enqueue(plan, in_ptrs.data(), out_ptrs, graph, s) == STOF_OK);
+        CUDA_REQUIRE(cudaStreamSynchronize(s));
+        Tensor got64(DType::f32, {2, 64, 128});
+        got64.bytes = test::download<uint8_t>(out.ptr, out.bytes);
+        const Comparison c64 = compare(got64, want64, 3e-2, 3e-2);
+        INFO(describe(c64, want64, 3e-2, 3e-2));
+        CHECK(c64.ok);
+    }
+    CUDA_REQUIRE(cudaStreamDestroy(s));
+    stof_plan_close(plan);
 }

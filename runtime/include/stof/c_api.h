@@ -90,8 +90,10 @@ STOF_API stof_status stof_plan_find_output(const stof_plan* plan, const char* na
  * shape, which also sets the other inputs' and the outputs' dimensions that follow
  * the same ranges (a seq range shared by input_ids and attention_mask); then set the
  * inputs' contents. A shape outside the ranges, or another shape for a static plan,
- * is STOF_ERROR_INVALID_ARGUMENT. Every run pads the inputs with zeros into the
- * smallest compiled bucket that holds them and cuts the outputs back. */
+ * is STOF_ERROR_INVALID_ARGUMENT. A run picks the smallest compiled bucket that holds
+ * the shapes: inputs and outputs of exactly the bucket's shape are bound in place (no
+ * copy, as in a plan compiled for that shape), the others are padded with zeros into it
+ * and cut back (one kernel launch each way). */
 STOF_API stof_status stof_plan_set_input_shape(stof_plan* plan, size_t index, int32_t rank, const int64_t* dims);
 /* The number of shape variables (0: a static plan) and buckets (1 for a static plan),
  * and the bucket the current shapes run on; null outputs are skipped. */
@@ -117,7 +119,8 @@ STOF_API stof_status stof_plan_shape_ranges(const stof_plan* plan, size_t* num_v
  * synchronisation. */
 STOF_API stof_status stof_plan_enqueue(stof_plan* plan, const void* const* inputs, void* const* outputs, int use_graph,
                                        void* stream);
-/* Device address of the plan's buffer for input / output `index`; valid until the plan is closed. */
+/* Device address of the plan's buffer for input / output `index`; valid until the plan is
+ * closed (a plan for shape ranges: until the next stof_plan_set_input_shape). */
 STOF_API stof_status stof_plan_input_address(const stof_plan* plan, size_t index, void** address);
 STOF_API stof_status stof_plan_output_address(const stof_plan* plan, size_t index, void** address);
 

@@ -10,9 +10,11 @@
 // A plan for shape ranges (stofc compile --shape NAME=MIN..MAX) runs any shape in its
 // ranges: inputs() and outputs() give the actual shapes, at first every variable's
 // minimum; set_input_shape (or set_input with a tensor of another shape) changes them
-// and picks the shape bucket that runs them (stof/shape_ranges.hpp). Inputs are padded
-// with zeros into the bucket and outputs cut back to the actual shapes on every run;
-// buckets are loaded onto the GPU on first use.
+// and picks the shape bucket that runs them (stof/shape_ranges.hpp). Inputs and outputs
+// whose actual shape equals the bucket's are bound in place (no copy, as in a plan
+// compiled for that shape); the others are padded with zeros into the bucket and cut back
+// to the actual shapes on every run, one kernel launch each way; buckets are loaded onto
+// the GPU on first use.
 //
 // Every failure throws stof::Error with a message (a machine without a GPU or
 // driver: "no CUDA device: ..."); nothing aborts. A Runtime is not thread-safe:
@@ -95,7 +97,8 @@ public:
 
     // Device address of input / output `index` in the plan's memory, valid
     // while the Runtime lives (writing / reading it directly needs no copy); a
-    // ranged plan: its buffer at the actual shape, row-major (sized for the largest).
+    // ranged plan: its buffer at the actual shape, row-major, valid until the shapes
+    // change (the bucket's own buffer when bound in place, else a staging buffer).
     void* input_address(size_t index) const;
     void* output_address(size_t index) const;
     // Enqueues one run on `stream` (a cudaStream_t of the plan's device; null:

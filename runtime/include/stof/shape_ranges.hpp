@@ -43,6 +43,17 @@ void bind_input_shape(const ShapeRanges& r, size_t index, const std::string& nam
 // The bucket that runs variables of sizes `values` (each inside its range).
 size_t pick_bucket(const ShapeRanges& r, const std::vector<int64_t>& values);
 
+// How a run binds a bucket's inputs and outputs at their actual shapes: a tensor whose
+// actual shape equals its shape in the bucket is bound in place (the run reads or writes
+// the bucket's own buffer, as a plan compiled for exactly that shape does: no copy); the
+// others are padded into the bucket's buffer (inputs) or cut back out of it (outputs).
+struct BucketBinding {
+    std::vector<bool> input_in_place, output_in_place;  // per input / output of the bucket
+    bool all_in_place() const;
+};
+// `inputs` and `outputs`: the actual shapes, one per input / output of `bucket`.
+BucketBinding bind_bucket(const Plan& bucket, const std::vector<Shape>& inputs, const std::vector<Shape>& outputs);
+
 // "seq=128..1024 (buckets 128, 256, 512, 1024)" per variable, "; "-separated.
 std::string describe_ranges(const ShapeRanges& r);
 // "batch=2, seq=256": the variables' sizes in bucket b.
