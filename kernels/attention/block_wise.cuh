@@ -17,6 +17,7 @@
 // stage 1 before the loop, O in stage 0 after it.
 #pragma once
 
+#include "launch.cuh"
 #include "mma.cuh"
 #include "params.hpp"
 #include "tile_list.cuh"
@@ -351,18 +352,10 @@ __global__ void __launch_bounds__(BlockWiseTraits<D, BM>::THREADS, BlockWiseTrai
 template <ElemType E, int D, int BM> cudaError_t launch_block_wise_bm(const AttnParams& p, cudaStream_t stream) {
     using T = typename ElemOf<E>::type;
     using Tr = BlockWiseTraits<D, BM>;
-    auto kernel = block_wise_kernel<T, D, BM>;
-    static bool configured[64] = {};
+    constexpr auto kernel = block_wise_kernel<T, D, BM>;
     int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
+    const cudaError_t e = configure_shared_memory<kernel>(Tr::SMEM_BYTES, dev);
     if (e != cudaSuccess) return e;
-    if (dev < 0 || dev >= 64 || !configured[dev]) {
-        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::SMEM_BYTES);
-        if (e != cudaSuccess) return e;
-        e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
-        if (e != cudaSuccess) return e;
-        if (dev >= 0 && dev < 64) configured[dev] = true;
-    }
     const dim3 grid((p.seq_q + BM - 1) / BM, p.heads, p.batch);
     kernel<<<grid, Tr::THREADS, Tr::SMEM_BYTES, stream>>>(p);
     return cudaGetLastError();

@@ -1,6 +1,7 @@
 // The Hopper block-wise kernel's instances (f16, bf16 x head_dim 64, 128) and launcher:
 // tensor maps for Q, K, V and O, the device check and the launch.
 #include "block_wise_sm90.cuh"
+#include "launch.cuh"
 
 #include <cudaTypedefs.h>
 
@@ -46,16 +47,10 @@ template <typename T, int D>
 cudaError_t launch(const AttnParams& p, const CUtensorMap& tq, const CUtensorMap& tk, const CUtensorMap& tv,
                    const CUtensorMap& to, cudaStream_t stream) {
     using Tr = Sm90Traits<D>;
-    auto kernel = block_wise_sm90_kernel<T, D>;
-    static bool configured[64] = {};
+    constexpr auto kernel = block_wise_sm90_kernel<T, D>;
     int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
+    cudaError_t e = configure_shared_memory<kernel>(Tr::SMEM_BYTES, dev);
     if (e != cudaSuccess) return e;
-    if (dev < 0 || dev >= 64 || !configured[dev]) {
-        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::SMEM_BYTES);
-        if (e != cudaSuccess) return e;
-        if (dev >= 0 && dev < 64) configured[dev] = true;
-    }
     int sms = 0;
     e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess) return e;
