@@ -193,7 +193,9 @@ TEST_CASE("a range plan at a shape matches the plan compiled for exactly that sh
         // any run; padded, the run leaves the bucket's tensor the input and zeros after it.
         const TensorInfo& ids = ranged.inputs()[0];
         const Tensor& fed = feeds.at(ids.name);
-        Tensor poison(ids.dtype, ranged.plan().tensors[static_cast<size_t>(ids.tensor)].shape);
+        const Shape bucket_shape = ranged.plan().tensors[static_cast<size_t>(ids.tensor)].shape;
+        REQUIRE(bucket_shape == Shape{2, 128});
+        Tensor poison(ids.dtype, bucket_shape);
         std::fill(poison.bytes.begin(), poison.bytes.end(), uint8_t{0xff});
         ranged.write_tensor(ids.tensor, poison);
         ranged.set_input(ids.name, fed);
@@ -203,7 +205,7 @@ TEST_CASE("a range plan at a shape matches the plan compiled for exactly that sh
         } else {
             CHECK(ranged.read_tensor(ids.tensor).bytes == poison.bytes);
             ranged.run();
-            CHECK(ranged.read_tensor(ids.tensor).bytes == pad_tensor(fed, {2, 128}).bytes);
+            CHECK(ranged.read_tensor(ids.tensor).bytes == pad_tensor(fed, bucket_shape).bytes);
         }
 
         // The same bytes as a CUDA graph, and enqueued on a caller's device buffers and stream
