@@ -244,11 +244,12 @@ MaskMeaning analyse_mask(const Matcher& m, const AttentionMatch& a, const ScoreD
     }
     const int64_t mb = rs[0], mh = rs[1];
     if (method == MaskMethod::tiles_first && full == ir::kNoValue) {
-        const MaskTiles t = classify_mask_tiles(probe.graph(), probe.probe(), probe.input(), B, H, Sq, Sk);
+        MaskTiles t = classify_mask_tiles(probe.graph(), probe.probe(), probe.input(), B, H, Sq, Sk);
         if (t.unsupported.empty()) {
             r.why_not = t.why_not;
             if (t.padding) r.padding = pad;
             r.tiles = t.keep;
+            if (r.why_not.empty()) r.bias = std::move(t.bias);
             r.by_tiles = true;
             return r;
         }
@@ -305,7 +306,7 @@ MaskMeaning analyse_mask(const Matcher& m, const AttentionMatch& a, const ScoreD
         r.full = full;
     }
     if (any_masked) r.keep = collapse(keep, DType::boolean, mb, mh, Sq, Sk);
-    if (any_bias) r.bias = collapse(bias, DType::f32, mb, mh, Sq, Sk);
+    if (any_bias) r.bias = std::make_shared<const Tensor>(collapse(bias, DType::f32, mb, mh, Sq, Sk));
     return r;
 }
 

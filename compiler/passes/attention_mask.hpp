@@ -8,10 +8,11 @@
 // keep), checked on all-ones, all-zeros and two random 0/1 inputs.
 //
 // Evaluated tile by tile first (passes/mask_tiles.hpp: the pattern in the sparse
-// format, `tiles`); a form that classifier does not take (an additive bias, a
-// full mask input, ops other than broadcasting elementwise ones on query-by-key
-// values) is evaluated entry by entry with the reference interpreter (`keep`,
-// `bias`), up to kMaxMaskEntries entries.
+// format, `tiles`, and an additive bias such as T5's, `bias`); a form that
+// classifier does not take (a full mask input, ops other than broadcasting
+// elementwise ones and a position bias lookup on query-by-key values, a bias
+// added other than to the scores directly) is evaluated entry by entry with the
+// reference interpreter (`keep`, `bias`), up to kMaxMaskEntries entries.
 #pragma once
 
 #include "passes/attention_match.hpp"
@@ -35,7 +36,7 @@ enum class MaskMethod {
 struct MaskMeaning {
     std::shared_ptr<const SparseMask> tiles;  // the pattern classified tile by tile (64x64); else keep
     std::optional<Tensor> keep;               // bool [1|B,1|H,Sq,Sk]; absent (and no tiles): keeps every key
-    std::optional<Tensor> bias;               // f32 [1|B,1|H,Sq,Sk]; absent: none
+    std::shared_ptr<const Tensor> bias;       // f32 [1|B,1|H,Sq,Sk] (shared by the layers reading it); null: none
     ir::ValueId padding = ir::kNoValue;       // [B,Sk] input (nonzero = valid key)
     ir::ValueId full = ir::kNoValue;          // [1|B,1|H,Sq,Sk] input (nonzero = keep)
     std::string why_not;                      // non-empty: the mask cannot be expressed, and why

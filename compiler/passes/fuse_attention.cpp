@@ -86,7 +86,7 @@ private:
     Operands trace_operands(const AttentionMatch& a, int64_t B, int64_t H, int64_t Sk, int64_t D);
     ValueId add_node(Op op, ValueId in, const Shape& shape, const std::string& hint, ir::Attrs attrs);
     ValueId as_bool(ValueId x);
-    ValueId constant(const std::string& key, const std::string& what, const Tensor& t);
+    ValueId constant(const std::string& key, const std::string& what, const Tensor& t, DType as = DType::undefined);
 
     ir::Graph& g_;
     Matcher m_;
@@ -132,11 +132,12 @@ ValueId AttentionFuser::as_bool(ValueId x) {
     return valid_keys_[x] = r;
 }
 
-// The keep and bias constants, shared by the layers whose mask and --mask are the same.
-ValueId AttentionFuser::constant(const std::string& key, const std::string& what, const Tensor& t) {
-    const std::string ck = key + "|" + spec_for_layer(masks_, layer_).value_or("") + "|" + what + dtype_name(t.dtype);
+// The keep and bias constants (t as dtype `as` when given), shared by the layers whose mask and --mask are the same.
+ValueId AttentionFuser::constant(const std::string& key, const std::string& what, const Tensor& t, DType as) {
+    if (as == DType::undefined) as = t.dtype;
+    const std::string ck = key + "|" + spec_for_layer(masks_, layer_).value_or("") + "|" + what + dtype_name(as);
     auto [it, fresh] = constants_.try_emplace(ck, ir::kNoValue);
-    if (fresh) it->second = g_.add_constant(t, base_ + "_" + what);
+    if (fresh) it->second = g_.add_constant(as == t.dtype ? t : cast(t, as), base_ + "_" + what);
     return it->second;
 }
 
@@ -258,7 +259,7 @@ bool AttentionFuser::fuse(const AttentionMatch& a) {
     } else if (mean.tiles) {
         att.attrs.set("keep_tiles", mean.tiles);
     }
-    if (mean.bias) att.inputs[4] = constant(key, "bias", cast(*mean.bias, g_.value(a.q).dtype));
+    if (mean.bias) att.inputs[4] = constant(key, "bias", *mean.bias, g_.value(a.q).dtype);
     if (mean.padding != ir::kNoValue)  // a float one (1 = valid) read as bool; integers as they are
         att.inputs[5] = is_float(g_.value(mean.padding).dtype) ? as_bool(mean.padding) : mean.padding;
     while (!att.inputs.empty() && att.inputs.back() == ir::kNoValue) att.inputs.pop_back();

@@ -1,6 +1,7 @@
 #include "passes/mask_tiles.hpp"
 
 #include "mask/mask_interval.hpp"
+#include "parallel.hpp"
 
 #include "stof/error.hpp"
 
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 
 namespace stof::passes {
@@ -30,7 +32,28 @@ struct SymNode {
     Op op;
     DType dtype;            // of the result
     std::vector<int> args;  // >= 0: an earlier SymNode; < 0: leaf -(arg + 1)
+    int table = -1;         // >= 0: a per-head lookup of args[0] in tables_[table] (op Gather)
 };
+
+// A relative position bias table: Gather(table [rows, heads], index [Sq, Sk]) read
+// through Transpose(perm 2,0,1) as [heads, Sq, Sk]: entry (h, i, j) = at[index(i, j) * heads + h].
+struct Table {
+    int64_t rows = 0, heads = 0;
+    std::vector<double> at;  // [rows, heads]
+};
+
+// The entries of `t` for the indices in `index` (an integer set; negative ones count
+// from the end), head h; top() when some index may be out of range.
+Iv lookup(const Table& t, const Iv& index, int64_t h) {
+    if (empty(index)) return index;
+    if (index.nan || index.lo < -t.rows || index.hi > t.rows - 1) return top();
+    const int64_t lo = static_cast<int64_t>(index.lo), hi = static_cast<int64_t>(index.hi);
+    const int64_t col = t.heads == 1 ? 0 : h;
+    if (lo == hi) return point(t.at[static_cast<size_t>((lo < 0 ? lo + t.rows : lo) * t.heads + col)]);
+    Iv r;
+    for (int64_t k = lo; k <= hi; ++k) r = hull(r, point(t.at[static_cast<size_t>((k < 0 ? k + t.rows : k) * t.heads + col)]));
+    return r;
+}
 
 // `s` right-aligned to [B, H, Sq, Sk] (rank <= 4; missing leading dims 1), or empty.
 std::vector<int64_t> aligned4(const Shape& s, const int64_t full[4]) {
@@ -46,6 +69,16 @@ Shape strip_leading_ones(Shape s) {
     while (!s.empty() && s.front() == 1) s.erase(s.begin());
     return s;
 }
+
+// One pattern's tiles: per tile row the listed columns, full or a bitmap.
+struct PatternTiles {
+    std::vector<int32_t> row_count, cols, bitmap;  // bitmap: -1 full, else index into words / kWords
+    std::vector<uint64_t> words;
+    bool operator==(const PatternTiles& o) const {
+        return row_count == o.row_count && cols == o.cols && bitmap == o.bitmap && words == o.words;
+    }
+};
+constexpr int kWords = (kTile / 8) * (kTile / 8);
 
 // A value the expression reads, per world: its entries as doubles and its bounds
 // per tile ([lb, lh] slices, then tile rows when it varies over queries, then
@@ -77,18 +110,32 @@ private:
     using Values = std::vector<std::shared_ptr<const Tensor>>;
     static constexpr int kOnes = 0, kZeros = 1;
 
-    std::string evaluate_graph();  // fills conc_, syms_, leaves_; "" or why unsupported
+    std::string evaluate_graph();                              // fills conc_, syms_, leaves_; "" or why unsupported
+    std::string compute(const ir::Node& n);                    // n's outputs in every world from known inputs; "" or why not
+    int gathered_lookup(const ir::Node& n, std::string* why);  // a Transpose of a deferred Gather as a lookup SymNode
+    void find_bias();
+    bool batch_free() const;
+    void find_heads();  // fills by_head_
+    std::string materialise_bias(const std::vector<PatternTiles>& patterns, int64_t fb, int64_t fh, MaskTiles& r);
+    // The SymNodes the bias reads (bias_reads_) at every entry of rows [i0, i1) x columns [j0, j1)
+    // into block (per SymNode, row-major); with `heads_only` only those varying over heads (the
+    // others kept from the same block at another head). Safe to run concurrently.
+    void eval_block(std::vector<std::vector<Iv>>& block, int w, int64_t x, int64_t y, int64_t i0, int64_t i1, int64_t j0,
+                    int64_t j1, int at, bool heads_only) const;
     int leaf_of(ValueId v, std::string* why);
     std::shared_ptr<const Leaf::Data> summarise(const Tensor& t, const Leaf& l);
     std::string check_padding_leaves();
     Iv leaf_tile(const Leaf& l, int w, int64_t x, int64_t y, int64_t ti, int64_t tj) const;
     Iv leaf_at(const Leaf& l, int w, int64_t x, int64_t y, int64_t i, int64_t j) const;
-    template <class LeafIv> Iv eval(LeafIv leaf_iv);
-    Iv tile(int w, int64_t x, int64_t y, int64_t ti, int64_t tj) {
-        return eval([&](const Leaf& l) { return leaf_tile(l, w, x, y, ti, tj); });
+    // The bounds of `at` (a SymNode or a leaf, by default the mask) over one tile or at one entry.
+    template <class LeafIv> Iv eval(LeafIv leaf_iv, int at);
+    Iv tile(int w, int64_t x, int64_t y, int64_t ti, int64_t tj, std::optional<int> at = {}) {
+        head_ = y;
+        return eval([&](const Leaf& l) { return leaf_tile(l, w, x, y, ti, tj); }, at.value_or(root_));
     }
-    Iv entry(int w, int64_t x, int64_t y, int64_t i, int64_t j) {
-        return eval([&](const Leaf& l) { return leaf_at(l, w, x, y, i, j); });
+    Iv entry(int w, int64_t x, int64_t y, int64_t i, int64_t j, std::optional<int> at = {}) {
+        head_ = y;
+        return eval([&](const Leaf& l) { return leaf_at(l, w, x, y, i, j); }, at.value_or(root_));
     }
 
     const ir::Graph& g_;
@@ -105,6 +152,13 @@ private:
     std::map<const Tensor*, std::shared_ptr<const Leaf::Data>> summaries_;
     std::vector<std::vector<uint8_t>> random_valid_;  // worlds 2 and 3: the input's entries
     int root_ = 0;                                    // the mask: a SymNode or a leaf
+    int bias_ = 0;                                    // additive_: the mask is probe + (this SymNode or leaf)
+    bool additive_ = false;
+    std::vector<Table> tables_;
+    std::map<ValueId, const ir::Node*> deferred_;  // Gather outputs [Sq, Sk, heads] of a table, read as a lookup
+    int64_t head_ = 0;                             // the head eval() is at
+    std::vector<char> by_head_;                    // per SymNode: reads a leaf or a table with more than one head
+    std::vector<char> bias_reads_;                 // per SymNode: the bias is it or reads it
     std::vector<Iv> scratch_;
 };
 
@@ -161,13 +215,13 @@ Iv Classifier::leaf_at(const Leaf& l, int w, int64_t x, int64_t y, int64_t i, in
     return point(l.world[static_cast<size_t>(w)]->at[static_cast<size_t>(at)]);
 }
 
-template <class LeafIv> Iv Classifier::eval(LeafIv leaf_iv) {
+template <class LeafIv> Iv Classifier::eval(LeafIv leaf_iv, int at) {
     auto arg = [&](int a) { return a >= 0 ? scratch_[static_cast<size_t>(a)] : leaf_iv(leaves_[static_cast<size_t>(-a - 1)]); };
-    if (root_ < 0) return arg(root_);
+    if (at < 0) return arg(at);
     scratch_.resize(syms_.size());
     Iv in[3];
     std::vector<Iv> many;
-    for (size_t k = 0; k < syms_.size(); ++k) {
+    for (size_t k = 0; k <= static_cast<size_t>(at); ++k) {
         const SymNode& n = syms_[k];
         Iv* a = in;
         if (n.args.size() > 3) {
@@ -175,9 +229,10 @@ template <class LeafIv> Iv Classifier::eval(LeafIv leaf_iv) {
             a = many.data();
         }
         for (size_t i = 0; i < n.args.size(); ++i) a[i] = arg(n.args[i]);
-        scratch_[k] = apply(n.op, n.dtype, a, n.args.size());
+        scratch_[k] = n.table >= 0 ? lookup(tables_[static_cast<size_t>(n.table)], a[0], head_)
+                                   : apply(n.op, n.dtype, a, n.args.size());
     }
-    return scratch_[static_cast<size_t>(root_)];
+    return scratch_[static_cast<size_t>(at)];
 }
 
 std::string Classifier::evaluate_graph() {
@@ -224,6 +279,33 @@ std::string Classifier::evaluate_graph() {
         bool known = true, any_sym = false, all_conc = true, dep = false;
         for (ValueId o : n.outputs) known = known && g_.value(o).data;
         if (known) continue;
+        const ValueId out = n.outputs[0];
+        // A position bias table gathered by a query-by-key index, [Sq, Sk, heads]: kept aside
+        // for a Transpose to [heads, Sq, Sk], evaluated (when small enough) for any other reader.
+        if (n.op == Op::Gather && n.outputs.size() == 1 && n.inputs.size() == 2 && g_.value(n.inputs[0]).data &&
+            g_.value(n.inputs[0]).shape.size() == 2 && (n.attrs.i("axis", 0) == 0 || n.attrs.i("axis", 0) == -2) &&
+            g_.value(n.inputs[1]).shape == Shape({Sq, Sk}) && Sq > 1 && Sk > 1 &&
+            (g_.value(n.inputs[0]).shape[1] == 1 || g_.value(n.inputs[0]).shape[1] == full_[1]) &&
+            !from_input_[static_cast<size_t>(n.inputs[1])]) {
+            deferred_[out] = &n;
+            continue;
+        }
+        if (n.op == Op::Transpose && n.inputs.size() == 1 && deferred_.count(n.inputs[0]) &&
+            n.attrs.ints("perm", {}) == std::vector<int64_t>{2, 0, 1}) {
+            std::string why;
+            const int sym = gathered_lookup(*deferred_.at(n.inputs[0]), &why);
+            if (!why.empty()) return why;
+            sym_of_[static_cast<size_t>(out)] = sym;
+            continue;
+        }
+        for (ValueId in : n.inputs)
+            if (auto d = deferred_.find(in); d != deferred_.end()) {
+                const ir::Node& gather = *d->second;
+                deferred_.erase(d);
+                if (!conc_[0][static_cast<size_t>(gather.inputs[1])])
+                    return fmt::format("{} reads a gathered [{}x{}] value", n.label(), Sq, Sk);
+                if (std::string why = compute(gather); !why.empty()) return why;
+            }
         for (ValueId in : n.inputs) {
             if (in == ir::kNoValue) continue;
             any_sym = any_sym || sym_of_[static_cast<size_t>(in)] >= 0;
@@ -231,7 +313,6 @@ std::string Classifier::evaluate_graph() {
             dep = dep || from_input_[static_cast<size_t>(in)];
         }
         for (ValueId o : n.outputs) from_input_[static_cast<size_t>(o)] = dep;
-        const ValueId out = n.outputs[0];
         const bool symbolic = n.outputs.size() == 1 && interval_op(n.op) && is_plane(g_.value(out).shape);
         if (!any_sym && !all_conc) return fmt::format("{} reads a value that is not known", n.label());
         if (any_sym && !symbolic)
@@ -254,29 +335,7 @@ std::string Classifier::evaluate_graph() {
             sym_of_[static_cast<size_t>(out)] = static_cast<int>(syms_.size()) - 1;
             continue;
         }
-        int64_t elems = 0;
-        for (ValueId o : n.outputs) elems += numel(g_.value(o).shape);
-        if (elems > kMaxEvaluated)
-            return fmt::format("{} computes {} entries (more than {} are not evaluated)", n.label(), elems, kMaxEvaluated);
-        const ir::OpInfo& info = ir::op_info(n.op);
-        std::vector<ir::TensorType> types;
-        for (ValueId o : n.outputs) types.push_back({g_.value(o).dtype, g_.value(o).shape});
-        for (int w = 0; w < worlds_; ++w) {
-            Values& c = conc_[static_cast<size_t>(w)];
-            bool same = w > 0;
-            std::vector<const Tensor*> args;
-            for (ValueId in : n.inputs) {
-                args.push_back(in == ir::kNoValue ? nullptr : c[static_cast<size_t>(in)].get());
-                same = same && (in == ir::kNoValue || c[static_cast<size_t>(in)] == conc_[0][static_cast<size_t>(in)]);
-            }
-            if (same) {
-                for (ValueId o : n.outputs) c[static_cast<size_t>(o)] = conc_[0][static_cast<size_t>(o)];
-                continue;
-            }
-            std::vector<Tensor> r = info.eval(n, args, types);
-            for (size_t k = 0; k < n.outputs.size(); ++k)
-                c[static_cast<size_t>(n.outputs[k])] = std::make_shared<const Tensor>(std::move(r[k]));
-        }
+        if (std::string why = compute(n); !why.empty()) return why;
     }
     const ValueId out = g_.outputs.at(0);
     if (sym_of_[static_cast<size_t>(out)] >= 0) {
@@ -288,6 +347,50 @@ std::string Classifier::evaluate_graph() {
         if (!why.empty()) return why;
     }
     return "";
+}
+
+std::string Classifier::compute(const ir::Node& n) {
+    int64_t elems = 0;
+    for (ValueId o : n.outputs) elems += numel(g_.value(o).shape);
+    if (elems > kMaxEvaluated)
+        return fmt::format("{} computes {} entries (more than {} are not evaluated)", n.label(), elems, kMaxEvaluated);
+    const ir::OpInfo& info = ir::op_info(n.op);
+    std::vector<ir::TensorType> types;
+    for (ValueId o : n.outputs) types.push_back({g_.value(o).dtype, g_.value(o).shape});
+    for (int w = 0; w < worlds_; ++w) {
+        Values& c = conc_[static_cast<size_t>(w)];
+        bool same = w > 0;
+        std::vector<const Tensor*> args;
+        for (ValueId in : n.inputs) {
+            args.push_back(in == ir::kNoValue ? nullptr : c[static_cast<size_t>(in)].get());
+            same = same && (in == ir::kNoValue || c[static_cast<size_t>(in)] == conc_[0][static_cast<size_t>(in)]);
+        }
+        if (same) {
+            for (ValueId o : n.outputs) c[static_cast<size_t>(o)] = conc_[0][static_cast<size_t>(o)];
+            continue;
+        }
+        std::vector<Tensor> r = info.eval(n, args, types);
+        for (size_t k = 0; k < n.outputs.size(); ++k)
+            c[static_cast<size_t>(n.outputs[k])] = std::make_shared<const Tensor>(std::move(r[k]));
+    }
+    return "";
+}
+
+int Classifier::gathered_lookup(const ir::Node& gather, std::string* why) {
+    const Tensor& data = *g_.value(gather.inputs[0]).data;
+    Table t;
+    t.rows = data.shape[0];
+    t.heads = data.shape[1];
+    t.at.resize(static_cast<size_t>(data.numel()));
+    for (int64_t k = 0; k < data.numel(); ++k) t.at[static_cast<size_t>(k)] = data.get_f64(k);
+    const ValueId index = gather.inputs[1];
+    int a = sym_of_[static_cast<size_t>(index)];
+    if (a < 0) a = leaf_of(index, why);
+    if (!why->empty()) return 0;
+    tables_.push_back(std::move(t));
+    SymNode s{Op::Gather, data.dtype, {a}, static_cast<int>(tables_.size()) - 1};
+    syms_.push_back(std::move(s));
+    return static_cast<int>(syms_.size()) - 1;
 }
 
 // Every leaf reached by the padding input is [B|1,1,1,Sk] and, per (b, j), its
@@ -317,15 +420,7 @@ std::string Classifier::check_padding_leaves() {
     return "";
 }
 
-// One pattern's tiles: per tile row the listed columns, full or a bitmap.
-struct PatternTiles {
-    std::vector<int32_t> row_count, cols, bitmap;  // bitmap: -1 full, else index into words / kWords
-    std::vector<uint64_t> words;
-    bool operator==(const PatternTiles& o) const {
-        return row_count == o.row_count && cols == o.cols && bitmap == o.bitmap && words == o.words;
-    }
-};
-constexpr int kWords = (kTile / 8) * (kTile / 8);
+enum class Verdict { masked, kept, kept_biased, mixed };
 
 bool masked(const Iv& m0, const Iv& m1) {
     return !m0.nan && !m1.nan && !empty(m0) && !empty(m1) && m0.hi <= kMasked && m1.hi <= kMasked;
@@ -333,6 +428,199 @@ bool masked(const Iv& m0, const Iv& m1) {
 bool kept(const Iv& m0, const Iv& m1) {
     return !m0.nan && !m1.nan && !empty(m0) && !empty(m1) && m0.lo == 0 && m0.hi == 0 && m1.lo >= 1 - kOneTolerance &&
            m1.hi <= 1 + kOneTolerance;
+}
+
+// An entry, or every entry of a tile, of a mask `probe + x` (additive_), from the set
+// that holds x: masked (x <= -1e4: then probe + x is too, or within the rounding
+// of 16-bit and wider floats of x + 1), kept with the bias x (x finite; exactly 0:
+// `kept`), or mixed (some of each, or x NaN or +inf, which no rule takes).
+Verdict additive_verdict(const Iv& x) {
+    if (x.nan || empty(x)) return Verdict::mixed;
+    if (x.hi <= kMasked) return Verdict::masked;
+    if (x.lo > kMasked && x.hi < std::numeric_limits<double>::infinity())
+        return x.lo == 0 && x.hi == 0 ? Verdict::kept : Verdict::kept_biased;
+    return Verdict::mixed;
+}
+
+// The mask is Add(probe, x) (either order) in a dtype whose rounding of x + 1 stays
+// within the one-difference tolerance, with x free of the probe: its bias is x.
+void Classifier::find_bias() {
+    if (root_ < 0) return;
+    const SymNode& r = syms_[static_cast<size_t>(root_)];
+    if (r.op != Op::Add || r.args.size() != 2 || !(r.dtype == DType::f32 || r.dtype == DType::f64 || r.dtype == DType::f16))
+        return;
+    std::vector<char> reads_probe(syms_.size(), 0);
+    auto probe_leaf = [&](int a) { return a < 0 && leaves_[static_cast<size_t>(-a - 1)].value == probe_; };
+    auto reads = [&](int a) { return probe_leaf(a) || (a >= 0 && reads_probe[static_cast<size_t>(a)]); };
+    for (size_t k = 0; k < syms_.size(); ++k)
+        for (int a : syms_[k].args) reads_probe[k] = reads_probe[k] || reads(a);
+    for (int side = 0; side < 2; ++side)
+        if (probe_leaf(r.args[static_cast<size_t>(side)]) && !reads(r.args[static_cast<size_t>(1 - side)])) {
+            additive_ = true;
+            bias_ = r.args[static_cast<size_t>(1 - side)];
+        }
+    if (!additive_ || bias_ < 0) return;
+    bias_reads_.assign(syms_.size(), 0);
+    bias_reads_[static_cast<size_t>(bias_)] = 1;
+    for (size_t k = static_cast<size_t>(bias_) + 1; k-- > 0;)
+        if (bias_reads_[k])
+            for (int a : syms_[k].args)
+                if (a >= 0) bias_reads_[static_cast<size_t>(a)] = 1;
+}
+
+void Classifier::find_heads() {
+    by_head_.assign(syms_.size(), 0);
+    for (size_t k = 0; k < syms_.size(); ++k) {
+        const SymNode& n = syms_[k];
+        bool r = n.table >= 0 && tables_[static_cast<size_t>(n.table)].heads > 1;
+        for (int a : n.args)
+            r = r || (a >= 0 ? by_head_[static_cast<size_t>(a)] != 0 : leaves_[static_cast<size_t>(-a - 1)].dims[1] > 1);
+        by_head_[k] = r;
+    }
+}
+
+void Classifier::eval_block(std::vector<std::vector<Iv>>& block, int w, int64_t x, int64_t y, int64_t i0, int64_t i1,
+                            int64_t j0, int64_t j1, int at, bool heads_only) const {
+    const int64_t cols = j1 - j0, area = (i1 - i0) * cols;
+    block.resize(syms_.size());
+    // An argument at entry e of the block: a SymNode's block, or a leaf's entries by strides.
+    struct Arg {
+        const Iv* block = nullptr;
+        const double* leaf = nullptr;
+        int64_t row_stride = 0, col_stride = 0;
+    };
+    std::vector<Arg> args;
+    std::vector<Iv> in;
+    for (size_t k = 0; k <= static_cast<size_t>(at); ++k) {
+        const SymNode& n = syms_[k];
+        if (!bias_reads_[k] || (heads_only && !by_head_[k])) continue;
+        args.assign(n.args.size(), Arg{});
+        for (size_t a = 0; a < n.args.size(); ++a) {
+            const int v = n.args[a];
+            if (v >= 0) {
+                args[a].block = block[static_cast<size_t>(v)].data();
+                continue;
+            }
+            const Leaf& l = leaves_[static_cast<size_t>(-v - 1)];
+            const int64_t s = (l.dims[0] == 1 ? 0 : x) * l.dims[1] + (l.dims[1] == 1 ? 0 : y);
+            args[a].row_stride = l.dims[2] == 1 ? 0 : l.dims[3];
+            args[a].col_stride = l.dims[3] == 1 ? 0 : 1;
+            args[a].leaf = l.world[static_cast<size_t>(w)]->at.data() + s * l.dims[2] * l.dims[3] +
+                           (l.dims[2] == 1 ? 0 : i0) * args[a].row_stride + (l.dims[3] == 1 ? 0 : j0);
+        }
+        std::vector<Iv>& out = block[k];
+        out.resize(static_cast<size_t>(area));
+        if (view_op(n.op) && args[0].block) {  // the same entries
+            std::copy(args[0].block, args[0].block + area, out.begin());
+            continue;
+        }
+        in.resize(n.args.size());
+        const Table* table = n.table >= 0 ? &tables_[static_cast<size_t>(n.table)] : nullptr;
+        for (int64_t ri = 0, e = 0; ri < i1 - i0; ++ri)
+            for (int64_t rj = 0; rj < cols; ++rj, ++e) {
+                for (size_t a = 0; a < n.args.size(); ++a)
+                    in[a] = args[a].block ? args[a].block[e]
+                                          : point(args[a].leaf[ri * args[a].row_stride + rj * args[a].col_stride]);
+                out[static_cast<size_t>(e)] = table ? lookup(*table, in[0], y) : apply(n.op, n.dtype, in.data(), in.size());
+            }
+    }
+}
+
+// No leaf varies over batch in the worlds the pattern reads (the padding input's
+// fixed ones are equal in every batch row).
+bool Classifier::batch_free() const {
+    const int used = input_ == ir::kNoValue ? 2 : 4;
+    for (const Leaf& l : leaves_) {
+        if (l.dims[0] == 1) continue;
+        const size_t slice = static_cast<size_t>(l.dims[1] * l.dims[2] * l.dims[3]);
+        for (int w = 0; w < used; ++w) {
+            const std::vector<double>& a = l.world[static_cast<size_t>(w)]->at;
+            for (size_t k = slice; k < a.size(); ++k)
+                if (!(a[k] == a[k % slice] || (std::isnan(a[k]) && std::isnan(a[k % slice])))) return false;
+        }
+    }
+    return true;
+}
+
+// The bias x at every kept entry of `patterns` ([nb, fh] of them), 0 elsewhere, as
+// f32 [1|nb, 1|fh, Sq, Sk] (batch and heads collapsed where every slice is equal);
+// nothing when every kept entry adds 0.
+std::string Classifier::materialise_bias(const std::vector<PatternTiles>& patterns, int64_t nb, int64_t fh, MaskTiles& r) {
+    const int64_t Sq = full_[2], Sk = full_[3], plane = Sq * Sk;
+    Tensor all(DType::f32, {nb, fh, Sq, Sk});  // zero-filled
+    float* const bias = all.data<float>();
+    // Per pattern and tile: -2 not listed, -1 full, else its bitmap.
+    const int64_t tiles = tile_rows_ * tile_cols_;
+    std::vector<int32_t> state(static_cast<size_t>(nb * fh * tiles), -2);
+    for (size_t q = 0; q < patterns.size(); ++q) {
+        const PatternTiles& p = patterns[q];
+        size_t listed = 0;
+        for (int64_t ti = 0; ti < tile_rows_; ++ti)
+            for (int32_t c = 0; c < p.row_count[static_cast<size_t>(ti)]; ++c, ++listed)
+                state[q * static_cast<size_t>(tiles) + static_cast<size_t>(ti * tile_cols_ + p.cols[listed])] = p.bitmap[listed];
+    }
+    // Tile by tile, the heads inner: the ops that do not vary over heads are evaluated once per
+    // tile; tile rows on every core.
+    find_heads();
+    std::vector<std::string> why(static_cast<size_t>(nb * tile_rows_));
+    std::vector<char> nonzero(static_cast<size_t>(nb * tile_rows_), 0);
+    parallel_for(static_cast<size_t>(nb * tile_rows_), [&](size_t task) {
+        const int64_t x = static_cast<int64_t>(task) / tile_rows_, ti = static_cast<int64_t>(task) % tile_rows_;
+        std::vector<std::vector<Iv>> block;
+        for (int64_t tj = 0; tj < tile_cols_; ++tj) {
+            const int64_t i0 = ti * kTile, i1 = std::min(Sq, i0 + kTile), j0 = tj * kTile, j1 = std::min(Sk, j0 + kTile);
+            bool fresh = true;
+            for (int64_t y = 0; y < fh; ++y) {
+                const size_t q = static_cast<size_t>(x * fh + y);
+                const int32_t b = state[q * static_cast<size_t>(tiles) + static_cast<size_t>(ti * tile_cols_ + tj)];
+                if (b == -2) continue;
+                if (bias_ >= 0) eval_block(block, 2 * kOnes, x, y, i0, i1, j0, j1, bias_, !fresh);
+                fresh = false;
+                const PatternTiles& p = patterns[q];
+                float* out = bias + static_cast<int64_t>(q) * plane;
+                for (int64_t i = i0; i < i1; ++i)
+                    for (int64_t j = j0; j < j1; ++j) {
+                        const int64_t ri = i - i0, rj = j - j0;
+                        if (b >= 0 && !((p.words[static_cast<size_t>(b * kWords + (ri / 8) * (kTile / 8) + rj / 8)] >>
+                                         ((ri % 8) * 8 + rj % 8)) &
+                                        1))
+                            continue;
+                        const Iv e = bias_ >= 0 ? block[static_cast<size_t>(bias_)][static_cast<size_t>(ri * (j1 - j0) + rj)]
+                                                : leaf_at(leaves_[static_cast<size_t>(-bias_ - 1)], 2 * kOnes, x, y, i, j);
+                        if (!exact(e)) {
+                            why[task] = "an entry's value is not exactly known";
+                            return;
+                        }
+                        const float v = static_cast<float>(value(e));
+                        out[i * Sk + j] = v;
+                        if (v != 0) nonzero[task] = 1;
+                    }
+            }
+        }
+    });
+    for (const std::string& w : why)
+        if (!w.empty()) return w;
+    const bool any = std::find(nonzero.begin(), nonzero.end(), 1) != nonzero.end();
+    if (!any) return "";
+    auto slice = [&](int64_t x, int64_t y) { return bias + (x * fh + y) * plane; };
+    auto same = [&](const float* a, const float* b) {
+        return std::equal(a, a + plane, b, [](float u, float v) { return u == v || (std::isnan(u) && std::isnan(v)); });
+    };
+    bool batch_same = true, head_same = true;
+    for (int64_t x = 1; x < nb && batch_same; ++x)
+        for (int64_t y = 0; y < fh && batch_same; ++y) batch_same = same(slice(x, y), slice(0, y));
+    for (int64_t y = 1; y < fh && head_same; ++y)
+        for (int64_t x = 0; x < nb && head_same; ++x) head_same = same(slice(x, y), slice(x, 0));
+    const int64_t ob = batch_same ? 1 : nb, oh = head_same ? 1 : fh;
+    if (ob == nb && oh == fh) {
+        r.bias = std::make_shared<const Tensor>(std::move(all));
+        return "";
+    }
+    Tensor t(DType::f32, {ob, oh, Sq, Sk});
+    for (int64_t x = 0; x < ob; ++x)
+        for (int64_t y = 0; y < oh; ++y) std::copy(slice(x, y), slice(x, y) + plane, t.data<float>() + (x * oh + y) * plane);
+    r.bias = std::make_shared<const Tensor>(std::move(t));
+    return "";
 }
 
 MaskTiles Classifier::run() {
@@ -347,6 +635,7 @@ MaskTiles Classifier::run() {
             return r;
         }
     }
+    find_bias();
     const int64_t Sq = full_[2], Sk = full_[3];
     const Shape rs = g_.value(g_.outputs[0]).shape;
     const std::vector<int64_t> rd = aligned4(rs, full_);  // checked by leaf_of or is_plane
@@ -354,9 +643,11 @@ MaskTiles Classifier::run() {
     // Entries of one tile for the rule `f(e0, e1)`: rows (and columns) it does not vary over are computed once.
     const bool by_row = rd[2] > 1, by_col = rd[3] > 1;
     std::vector<PatternTiles> patterns;
-    bool any_masked = false;
+    bool any_masked = false, any_bias = false;
     uint64_t bits[kWords];
-    for (int64_t x = 0; x < fb; ++x)
+    // Batch slices are computed once where no leaf varies over batch in the worlds read here.
+    const int64_t nb = batch_free() ? 1 : fb;
+    for (int64_t x = 0; x < nb; ++x)
         for (int64_t y = 0; y < fh; ++y) {
             PatternTiles p;
             for (int64_t ti = 0; ti < tile_rows_; ++ti) {
@@ -383,12 +674,19 @@ MaskTiles Classifier::run() {
                                 }
                             }
                     }
-                    const Iv m0 = tile(2 * kOnes, x, y, ti, tj), m1 = tile(2 * kOnes + 1, x, y, ti, tj);
-                    if (masked(m0, m1)) {
+                    Verdict whole = Verdict::mixed;
+                    if (additive_) {
+                        whole = additive_verdict(tile(2 * kOnes, x, y, ti, tj, bias_));
+                    } else {
+                        const Iv m0 = tile(2 * kOnes, x, y, ti, tj), m1 = tile(2 * kOnes + 1, x, y, ti, tj);
+                        whole = masked(m0, m1) ? Verdict::masked : kept(m0, m1) ? Verdict::kept : Verdict::mixed;
+                    }
+                    if (whole == Verdict::masked) {
                         any_masked = true;
                         continue;
                     }
-                    if (kept(m0, m1)) {
+                    if (whole == Verdict::kept || whole == Verdict::kept_biased) {
+                        any_bias = any_bias || whole == Verdict::kept_biased;
                         p.cols.push_back(static_cast<int32_t>(tj));
                         p.bitmap.push_back(-1);
                         ++listed;
@@ -399,7 +697,20 @@ MaskTiles Classifier::run() {
                     for (int64_t i = i0; i < i1; ++i)
                         for (int64_t j = j0; j < j1; ++j) {
                             bool keep = false;
-                            if ((by_row || i == i0) && (by_col || j == j0)) {
+                            if (((by_row || i == i0) && (by_col || j == j0)) && additive_) {
+                                const Iv e = entry(2 * kOnes, x, y, i, j, bias_);
+                                if (!exact(e)) {
+                                    r.unsupported = "an entry's value is not exactly known";
+                                    return r;
+                                }
+                                const Verdict v = additive_verdict(e);
+                                if (v == Verdict::mixed) {
+                                    r.why_not = "the scores are not combined with the mask by addition or selection";
+                                    return r;
+                                }
+                                keep = v != Verdict::masked;
+                                any_bias = any_bias || v == Verdict::kept_biased;
+                            } else if ((by_row || i == i0) && (by_col || j == j0)) {
                                 const Iv e0 = entry(2 * kOnes, x, y, i, j), e1 = entry(2 * kOnes + 1, x, y, i, j);
                                 if (!exact(e0) || !exact(e1)) {
                                     r.unsupported = "an entry's value is not exactly known";
@@ -444,14 +755,20 @@ MaskTiles Classifier::run() {
             patterns.push_back(std::move(p));
         }
     r.padding = input_ != ir::kNoValue;
+    if (any_bias) {
+        if (std::string why = materialise_bias(patterns, nb, fh, r); !why.empty()) {
+            r.unsupported = why;
+            return r;
+        }
+    }
     if (!any_masked) return r;
     // Batch and head patterns collapse to one where every slice is equal.
     auto at = [&](int64_t x, int64_t y) -> const PatternTiles& { return patterns[static_cast<size_t>(x * fh + y)]; };
     bool batch_same = true, head_same = true;
-    for (int64_t x = 1; x < fb && batch_same; ++x)
+    for (int64_t x = 1; x < nb && batch_same; ++x)
         for (int64_t y = 0; y < fh && batch_same; ++y) batch_same = at(x, y) == at(0, y);
     for (int64_t y = 1; y < fh && head_same; ++y)
-        for (int64_t x = 0; x < fb && head_same; ++x) head_same = at(x, y) == at(x, 0);
+        for (int64_t x = 0; x < nb && head_same; ++x) head_same = at(x, y) == at(x, 0);
     auto m = std::make_shared<SparseMask>();
     m->rows = static_cast<int32_t>(Sq);
     m->cols = static_cast<int32_t>(Sk);

@@ -17,6 +17,15 @@
 // evaluations plus O(tile area) per undecided tile (the diagonal of a causal
 // mask, the edges of a band).
 //
+// A mask Add(probe, x) with x free of the probe (T5: scores + Where(valid key,
+// position bias, lowest)) is decided by x alone: masked where x <= -1e4, kept
+// with the additive bias x where it is finite (NaN or +inf: no mask), tile by
+// tile from x's bounds. T5's position bias Gather(table [buckets, H], bucket
+// [Sq, Sk]) read through Transpose(perm 2,0,1) is an elementwise lookup per head,
+// its bounds per tile the table's over the tile's bucket range; the bias is
+// then evaluated at every kept entry (the kernels read it densely), the ops that
+// do not vary over heads once per entry.
+//
 // A padding input [B, Sk] (`input`) may enter the expression only through
 // values of shape [B|1, 1, 1, Sk] whose entry (b, j) is their all-ones value
 // where input[b, j] != 0 and their all-zeros value elsewhere (checked on two
@@ -34,6 +43,7 @@ namespace stof::passes {
 
 struct MaskTiles {
     std::shared_ptr<const SparseMask> keep;  // the pattern, 64 x 64 tiles, [1|B, 1|H]; null: keeps every entry
+    std::shared_ptr<const Tensor> bias;      // f32 [1|B, 1|H, Sq, Sk]: added at kept entries (0 elsewhere); null: none
     bool padding = false;                    // `input` is a key padding mask
     std::string why_not;                     // non-empty: the mask cannot be expressed, and why
     std::string unsupported;                 // non-empty: a form this classifier does not take (why); nothing else is set

@@ -1,8 +1,10 @@
 // The mask classified tile by tile (passes/mask_tiles.hpp) against the same mask
 // evaluated entry by entry with the reference interpreter: the same pattern,
-// padding and verdict for every zoo model and for causal, sliding, offset,
-// global, padding and bidirectional masks computed from Range, at sizes that
-// are no multiple of the tile; forms it must not take fall back or are refused.
+// bias, padding and verdict for every zoo model, for causal, sliding, offset,
+// global, padding and bidirectional masks computed from Range, and for additive
+// position biases (T5's bucketed relative positions gathered from a table, with
+// padding, causal and -inf entries), at sizes that are no multiple of the tile;
+// forms it must not take fall back or are refused.
 #include "interp/interpreter.hpp"
 #include "onnx/import.hpp"
 #include "onnx_builder.hpp"
@@ -37,6 +39,13 @@ bool keeps(const passes::MaskMeaning& m, int64_t b, int64_t h, int64_t i, int64_
     return m.keep->get_i64((((s[0] == 1 ? 0 : b) * s[1] + (s[1] == 1 ? 0 : h)) * s[2] + i) * s[3] + j) != 0;
 }
 
+// bias(b, h, i, j) of a meaning (0 without one).
+double bias_at(const passes::MaskMeaning& m, int64_t b, int64_t h, int64_t i, int64_t j) {
+    if (!m.bias) return 0;
+    const Shape& s = m.bias->shape;
+    return m.bias->get_f64((((s[0] == 1 ? 0 : b) * s[1] + (s[1] == 1 ? 0 : h)) * s[2] + i) * s[3] + j);
+}
+
 struct Verdict {
     int blocks = 0, by_tiles = 0, refused = 0;
 };
@@ -64,14 +73,19 @@ Verdict compare_methods(ir::Graph g, const PassOptions& opt) {
         }
         CHECK(t.padding == e.padding);
         CHECK(t.full == e.full);
-        CHECK(t.bias.has_value() == e.bias.has_value());
+        CHECK((t.bias != nullptr) == (e.bias != nullptr));
         CHECK((t.tiles != nullptr || t.keep.has_value()) == e.keep.has_value());
-        int64_t wrong = 0;
+        if (t.bias && e.bias) CHECK(t.bias->shape == e.bias->shape);
+        int64_t wrong = 0, wrong_bias = 0;
         for (int64_t b = 0; b < d.b; ++b)
             for (int64_t h = 0; h < d.h; ++h)
                 for (int64_t i = 0; i < d.sq; ++i)
-                    for (int64_t j = 0; j < d.sk; ++j) wrong += keeps(t, b, h, i, j) != keeps(e, b, h, i, j);
+                    for (int64_t j = 0; j < d.sk; ++j) {
+                        wrong += keeps(t, b, h, i, j) != keeps(e, b, h, i, j);
+                        wrong_bias += bias_at(t, b, h, i, j) != bias_at(e, b, h, i, j);
+                    }
         CHECK(wrong == 0);
+        CHECK(wrong_bias == 0);
         if (t.tiles) {
             t.tiles->validate();
             CHECK(t.tiles->tile_m == 64);
@@ -139,8 +153,7 @@ TEST_CASE("tile classification equals entry evaluation on every zoo model", "[cp
             const Verdict v = compare_methods(prepared(import_onnx_file((d.path() / "model.onnx").string()), opt), opt);
             CHECK(v.blocks == 2);
             CHECK(v.refused == 0);
-            // T5 adds its relative position bias: that mask is evaluated entry by entry.
-            CHECK(v.by_tiles == (name.rfind("t5", 0) == 0 ? 0 : 2));
+            CHECK(v.by_tiles == 2);
         }
         ++models;
     }
@@ -266,12 +279,14 @@ TEST_CASE("masks the tile classifier must not take: entry evaluation decides", "
         CHECK(v.by_tiles == 0);
         CHECK(v.refused == 0);
     }
-    SECTION("an additive bias from the indices is evaluated entry by entry") {
+    SECTION("a bias added inside a selection (not probe + bias) is evaluated entry by entry") {
         const ir::Graph g = prepared(mask_model(S,
                                                 [](test::OnnxBuilder& b) {
                                                     b.node("Sub", {"ri", "cj"}, {"diff"});
                                                     test::set_attr(b.node("Cast", {"diff"}, {"bias"}), "to", int64_t{1});
-                                                    b.node("Add", {"s", "bias"}, {"masked"});
+                                                    b.node("Add", {"s", "bias"}, {"biased"});
+                                                    b.node("LessOrEqual", {"cj", "ri"}, {"keep"});
+                                                    b.node("Where", {"keep", "biased", "neg_inf"}, {"masked"});
                                                 }),
                                      opt);
         const Verdict v = compare_methods(g, opt);
@@ -290,5 +305,144 @@ TEST_CASE("masks the tile classifier must not take: entry evaluation decides", "
         CHECK(v.blocks == 1);
         CHECK(v.by_tiles == 1);
         CHECK(v.refused == 1);
+    }
+}
+
+namespace {
+
+constexpr int64_t kBuckets = 9;  // relative positions -4..4, clamped
+
+// A relative position bias table [kBuckets, heads] (0.25 * (bucket + 1) * (head + 1) - 1,
+// one bucket exactly 0), with `far` in the first and last bucket (the clamped ones).
+Tensor bias_table(int64_t heads, double far) {
+    Tensor t(DType::f32, {kBuckets, heads});
+    for (int64_t k = 0; k < kBuckets; ++k)
+        for (int64_t h = 0; h < heads; ++h)
+            t.set_f64(k * heads + h, k == 0 || k == kBuckets - 1 ? far : 0.25 * double(k + 1) * double(h + 1) - 1);
+    return t;
+}
+
+// T5's position bias: "rel_bias" [1, heads, S, S] = table[clamp(j - i, -4, 4) + 4, h], gathered and
+// moved to [heads, S, S] by Transpose(perm 2,0,1) as both exporters spell it.
+void position_bias(test::OnnxBuilder& b, int64_t heads, double far) {
+    b.initializer("table", bias_table(heads, far)).initializer("four", scalar_i64(4)).initializer("mfour", scalar_i64(-4));
+    b.node("Sub", {"cj", "ri"}, {"rel"});
+    b.node("Min", {"rel", "four"}, {"rel_hi"});
+    b.node("Max", {"rel_hi", "mfour"}, {"rel_c"});
+    b.node("Add", {"rel_c", "four"}, {"bucket"});
+    b.node("Gather", {"table", "bucket"}, {"gathered"});  // [S, S, heads]
+    test::set_attr(b.node("Transpose", {"gathered"}, {"by_head"}), "perm", std::vector<int64_t>{2, 0, 1});
+    b.node("Unsqueeze", {"by_head", "ax0"}, {"rel_bias"});
+}
+
+}  // namespace
+
+TEST_CASE("additive position biases are classified tile by tile as evaluated entry by entry", "[cpu][passes][attention][mask]") {
+    struct Family {
+        const char* name;
+        std::function<void(test::OnnxBuilder&)> combine;
+        bool padding, masked;
+    };
+    const double inf = std::numeric_limits<double>::infinity();
+    const std::vector<Family> families = {
+        {"T5: s + Where(valid key, position bias, lowest)",
+         [](test::OnnxBuilder& b) {
+             position_bias(b, kH, -0.5);
+             b.node("Where", {"pad_keys", "rel_bias", "lowest"}, {"add"});
+             b.node("Add", {"s", "add"}, {"masked"});
+         },
+         true, false},
+        {"T5, one head, the bias first: Where(valid key, position bias, lowest) + s",
+         [](test::OnnxBuilder& b) {
+             position_bias(b, 1, 2.0);
+             b.node("Where", {"pad_keys", "rel_bias", "lowest"}, {"add"});
+             b.node("Add", {"add", "s"}, {"masked"});
+         },
+         true, false},
+        {"T5 before transformers 5: s + (position bias + (1 - pad) * lowest)",
+         [](test::OnnxBuilder& b) {
+             position_bias(b, kH, 1.5);
+             test::set_attr(b.node("Cast", {"pad_keys"}, {"pf"}), "to", int64_t{1});
+             b.node("Sub", {"one", "pf"}, {"inv"});
+             b.node("Mul", {"inv", "lowest"}, {"term"});
+             b.node("Add", {"rel_bias", "term"}, {"add"});
+             b.node("Add", {"s", "add"}, {"masked"});
+         },
+         true, false},
+        {"a local position bias: -inf beyond 3 positions (a band), with padding",
+         [&](test::OnnxBuilder& b) {
+             position_bias(b, kH, -inf);
+             b.node("Where", {"pad_keys", "rel_bias", "neg_inf"}, {"add"});
+             b.node("Add", {"s", "add"}, {"masked"});
+         },
+         true, true},
+        {"a position bias on a causal mask: s + Where(j <= i, bias, -inf)",
+         [](test::OnnxBuilder& b) {
+             position_bias(b, kH, 0.75);
+             b.node("LessOrEqual", {"cj", "ri"}, {"causal"});
+             b.node("Where", {"causal", "rel_bias", "neg_inf"}, {"add"});
+             b.node("Add", {"s", "add"}, {"masked"});
+         },
+         false, true},
+        {"a linear bias from the indices: s + float(i - j)",
+         [](test::OnnxBuilder& b) {
+             b.node("Sub", {"ri", "cj"}, {"diff"});
+             test::set_attr(b.node("Cast", {"diff"}, {"bias"}), "to", int64_t{1});
+             b.node("Add", {"s", "bias"}, {"masked"});
+         },
+         false, false},
+        {"a bias masking far keys by -2e4 (finite), from the table",
+         [](test::OnnxBuilder& b) {
+             position_bias(b, kH, -2e4);
+             b.node("Add", {"s", "rel_bias"}, {"masked"});
+         },
+         false, true},
+    };
+    // fold_limit 64: the bias stays a Gather of the table (a lookup per tile); the default
+    // folds it into a constant [1, H, S, S] at these sizes.
+    for (const int64_t fold : {int64_t{64}, PassOptions{}.fold_limit}) {
+        PassOptions opt;
+        opt.fold_limit = fold;
+        for (const int64_t S : {int64_t{100}, int64_t{64}, int64_t{130}}) {
+            for (const Family& f : families) {
+                INFO(f.name << ", S = " << S << ", fold limit " << fold);
+                ir::Graph g = prepared(mask_model(S, f.combine), opt);
+                const Verdict v = compare_methods(g, opt);
+                CHECK(v.blocks == 1);
+                CHECK(v.by_tiles == 1);
+                CHECK(v.refused == 0);
+                passes::Matcher m(g);
+                for (const ir::Node& n : g.nodes)
+                    if (n.op == ir::Op::Softmax) {
+                        const passes::MaskMeaning t = passes::analyse_mask(m, *passes::match_attention(m, n), {kB, kH, S, S},
+                                                                           opt);
+                        CHECK((t.padding != ir::kNoValue) == f.padding);
+                        CHECK(t.bias != nullptr);
+                        CHECK((t.tiles != nullptr) == f.masked);
+                        if (t.bias) CHECK(t.bias->shape[0] == 1);
+                    }
+            }
+        }
+    }
+}
+
+TEST_CASE("position biases with NaN or +inf entries are refused, tile by tile as entry by entry",
+          "[cpu][passes][attention][mask]") {
+    for (const double far : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+        for (const int64_t fold : {int64_t{64}, PassOptions{}.fold_limit}) {
+            INFO("far bucket " << far << ", fold limit " << fold);
+            PassOptions opt;
+            opt.fold_limit = fold;
+            const ir::Graph g = prepared(mask_model(100,
+                                                    [&](test::OnnxBuilder& b) {
+                                                        position_bias(b, kH, far);
+                                                        b.node("Add", {"s", "rel_bias"}, {"masked"});
+                                                    }),
+                                         opt);
+            const Verdict v = compare_methods(g, opt);
+            CHECK(v.blocks == 1);
+            CHECK(v.by_tiles == 1);
+            CHECK(v.refused == 1);
+        }
     }
 }
