@@ -101,6 +101,7 @@ bool interval_op(ir::Op op) {
         case ir::Op::Div:
         case ir::Op::Neg:
         case ir::Op::Abs:
+        case ir::Op::Log:
         case ir::Op::Min:
         case ir::Op::Max:
         case ir::Op::Equal:
@@ -138,6 +139,12 @@ Iv apply(ir::Op op, DType dtype, const Iv* a, size_t k) {
                 return top();
             return stored_as(dtype, corners(a[0], a[1], [](double x, double y) { return x / y; }));
         case ir::Op::Neg: return {-a[0].hi, -a[0].lo, a[0].nan};
+        case ir::Op::Log: {  // increasing on [0, inf]; NaN below 0 (computed as the reference does, in double)
+            if (empty(a[0])) return a[0];
+            Iv r{std::log(std::max(a[0].lo, 0.0)), std::log(std::max(a[0].hi, 0.0)), a[0].nan || a[0].lo < 0};
+            if (a[0].hi < 0) r = Iv{kInf, -kInf, true};
+            return stored_as(dtype, r);
+        }
         case ir::Op::Abs:
             if (empty(a[0]) || a[0].lo >= 0) return a[0];
             if (a[0].hi <= 0) return {-a[0].hi, -a[0].lo, a[0].nan};

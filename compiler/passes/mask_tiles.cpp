@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 
 namespace stof::passes {
 
@@ -156,6 +158,7 @@ private:
     bool additive_ = false;
     std::vector<Table> tables_;
     std::map<ValueId, const ir::Node*> deferred_;  // Gather outputs [Sq, Sk, heads] of a table, read as a lookup
+    std::set<ValueId> one_entry_;                  // ConstantOfShape values held as their one entry
     int64_t head_ = 0;                             // the head eval() is at
     std::vector<char> by_head_;                    // per SymNode: reads a leaf or a table with more than one head
     std::vector<char> bias_reads_;                 // per SymNode: the bias is it or reads it
@@ -164,7 +167,7 @@ private:
 
 int Classifier::leaf_of(ValueId v, std::string* why) {
     if (auto it = leaf_index_.find(v); it != leaf_index_.end()) return it->second;
-    const std::vector<int64_t> d = aligned4(g_.value(v).shape, full_);
+    const std::vector<int64_t> d = one_entry_.count(v) ? std::vector<int64_t>(4, 1) : aligned4(g_.value(v).shape, full_);
     if (d.empty()) {
         *why = fmt::format("'{}' of shape {} does not align with the scores [{},{},{},{}]", g_.value(v).name,
                            shape_str(g_.value(v).shape), full_[0], full_[1], full_[2], full_[3]);
@@ -290,6 +293,15 @@ std::string Classifier::evaluate_graph() {
             deferred_[out] = &n;
             continue;
         }
+        // A constant query-by-key value (T5's full_like bucket bound): one entry, broadcast.
+        if (n.op == Op::ConstantOfShape && n.outputs.size() == 1 && is_plane(g_.value(out).shape)) {
+            auto t = std::make_shared<Tensor>(g_.value(out).dtype, Shape{});
+            if (const Tensor* value = n.attrs.tensor("value"))
+                std::memcpy(t->bytes.data(), value->bytes.data(), dtype_size(t->dtype));
+            for (auto& c : conc_) c[static_cast<size_t>(out)] = t;
+            one_entry_.insert(out);
+            continue;
+        }
         if (n.op == Op::Transpose && n.inputs.size() == 1 && deferred_.count(n.inputs[0]) &&
             n.attrs.ints("perm", {}) == std::vector<int64_t>{2, 0, 1}) {
             std::string why;
@@ -308,7 +320,7 @@ std::string Classifier::evaluate_graph() {
             }
         for (ValueId in : n.inputs) {
             if (in == ir::kNoValue) continue;
-            any_sym = any_sym || sym_of_[static_cast<size_t>(in)] >= 0;
+            any_sym = any_sym || sym_of_[static_cast<size_t>(in)] >= 0 || one_entry_.count(in);
             all_conc = all_conc && conc_[0][static_cast<size_t>(in)];
             dep = dep || from_input_[static_cast<size_t>(in)];
         }
@@ -350,6 +362,8 @@ std::string Classifier::evaluate_graph() {
 }
 
 std::string Classifier::compute(const ir::Node& n) {
+    for (ValueId in : n.inputs)
+        if (one_entry_.count(in)) return fmt::format("{} reads a constant [{}x{}] value", n.label(), full_[2], full_[3]);
     int64_t elems = 0;
     for (ValueId o : n.outputs) elems += numel(g_.value(o).shape);
     if (elems > kMaxEvaluated)

@@ -6,8 +6,9 @@
 // query and a key dimension ([.., Sq, Sk] aligned to the scores [B, H, Sq, Sk])
 // that broadcasting elementwise ops compute are kept as an expression over the
 // smaller values they read (evaluated, like every other value, with the
-// reference ops); nothing of Sq x Sk entries is allocated unless the graph
-// already holds it as a constant.
+// reference ops; a ConstantOfShape query-by-key value is its one entry,
+// broadcast); nothing of Sq x Sk entries is allocated unless the graph already
+// holds it as a constant.
 //
 // Per outer tile (64 x 64) interval bounds of the expression for probe 0 and 1
 // decide "masked" (both <= -1e4) or "kept" (exactly 0 and within 4e-3 of 1);

@@ -13,6 +13,7 @@
 #include "stof/npy.hpp"
 #include "test_util.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -335,6 +336,41 @@ void position_bias(test::OnnxBuilder& b, int64_t heads, double far) {
     b.node("Unsqueeze", {"by_head", "ax0"}, {"rel_bias"});
 }
 
+// T5's bidirectional bucket of the relative position j - i (32 buckets, max distance 128):
+// 16 * (j > i) + (|j - i| < 8 ? |j - i| : min(8 + int(log(|j - i| / 8) / log(16) * 8), 15)),
+// the bound 15 as full_like (ConstantOfShape) like the exports,
+// gathered from a [32, heads] table into "rel_bias" [1, heads, S, S].
+void t5_position_bias(test::OnnxBuilder& b) {
+    Tensor table(DType::f32, {32, kH});
+    for (int64_t k = 0; k < table.numel(); ++k) table.set_f64(k, 0.125 * double(k % 7) - 0.3);
+    b.initializer("table", table).initializer("i0", scalar_i64(0)).initializer("i8", scalar_i64(8));
+    b.initializer("i15", scalar_i64(15)).initializer("i16", scalar_i64(16)).initializer("f8", scalar_f32(8));
+    b.initializer("log16", scalar_f32(std::log(16.0)));
+    b.node("Sub", {"cj", "ri"}, {"rel"});
+    b.node("Greater", {"rel", "i0"}, {"after"});
+    test::set_attr(b.node("Cast", {"after"}, {"after_i"}), "to", int64_t{7});
+    b.node("Mul", {"after_i", "i16"}, {"half"});
+    b.node("Abs", {"rel"}, {"dist"});
+    b.node("Less", {"dist", "i8"}, {"small"});
+    test::set_attr(b.node("Cast", {"dist"}, {"dist_f"}), "to", int64_t{1});
+    b.node("Div", {"dist_f", "f8"}, {"ratio"});
+    b.node("Log", {"ratio"}, {"log_ratio"});
+    b.node("Div", {"log_ratio", "log16"}, {"scaled"});
+    b.node("Mul", {"scaled", "f8"}, {"steps_f"});
+    test::set_attr(b.node("Cast", {"steps_f"}, {"steps"}), "to", int64_t{7});
+    b.node("Add", {"steps", "i8"}, {"large"});
+    b.node("Shape", {"large"}, {"large_shape"});  // the bound as full_like(large, 15)
+    b.node("ConstantOfShape", {"large_shape"}, {"zeros_f"});
+    test::set_attr(b.node("Cast", {"zeros_f"}, {"zeros"}), "to", int64_t{7});
+    b.node("Add", {"zeros", "i15"}, {"bound"});
+    b.node("Min", {"large", "bound"}, {"large_c"});
+    b.node("Where", {"small", "dist", "large_c"}, {"within"});
+    b.node("Add", {"half", "within"}, {"bucket"});
+    b.node("Gather", {"table", "bucket"}, {"gathered"});
+    test::set_attr(b.node("Transpose", {"gathered"}, {"by_head"}), "perm", std::vector<int64_t>{2, 0, 1});
+    b.node("Unsqueeze", {"by_head", "ax0"}, {"rel_bias"});
+}
+
 }  // namespace
 
 TEST_CASE("additive position biases are classified tile by tile as evaluated entry by entry", "[cpu][passes][attention][mask]") {
@@ -348,6 +384,13 @@ TEST_CASE("additive position biases are classified tile by tile as evaluated ent
         {"T5: s + Where(valid key, position bias, lowest)",
          [](test::OnnxBuilder& b) {
              position_bias(b, kH, -0.5);
+             b.node("Where", {"pad_keys", "rel_bias", "lowest"}, {"add"});
+             b.node("Add", {"s", "add"}, {"masked"});
+         },
+         true, false},
+        {"T5's log-spaced buckets: s + Where(valid key, position bias, lowest)",
+         [](test::OnnxBuilder& b) {
+             t5_position_bias(b);
              b.node("Where", {"pad_keys", "rel_bias", "lowest"}, {"add"});
              b.node("Add", {"s", "add"}, {"masked"});
          },
