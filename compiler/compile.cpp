@@ -81,9 +81,9 @@ plan::Plan compile_model(ir::Graph& g, CompileOptions opt) {
         found.kept ? "" : " (slower: the initial scheme is kept)");
     if (found.budget_spent)
         spdlog::warn(
-            "fusion search: the time budget ({:.0f} s, --tune-budget) ran out before the search was done; "
-            "the plan uses the best found by then",
-            opt.search.budget_s);
+            "fusion search: the time budget ({:.0f} s, --tune-budget, {:.1f} s of it kept for each whole-plan timing) "
+            "ran out before the search was done; the plan uses the best found by then",
+            opt.search.budget_s, found.whole_plan_s);
     if (opt.pipeline.dump_after == "all" || opt.pipeline.dump_after == kPartitionStage)
         std::fprintf(stdout, "%s\n", fusion::to_text(g, fp).c_str());
     plan::Plan p = [&] {

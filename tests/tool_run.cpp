@@ -83,8 +83,10 @@ ToolResult run_child(const std::function<int()>& child, const Limits& limits) {
 
 }  // namespace
 
-ToolResult run_stofc(const std::vector<std::string>& args, const Limits& limits) {
-    std::vector<std::string> argv{STOF_STOFC_PATH};
+namespace {
+
+ToolResult run_binary(const char* path, const std::vector<std::string>& args, const Limits& limits) {
+    std::vector<std::string> argv{path};
     argv.insert(argv.end(), args.begin(), args.end());
     return run_child(
         [&] {
@@ -95,6 +97,16 @@ ToolResult run_stofc(const std::vector<std::string>& args, const Limits& limits)
             return 127;
         },
         limits);
+}
+
+}  // namespace
+
+ToolResult run_stofc(const std::vector<std::string>& args, const Limits& limits) {
+    return run_binary(STOF_STOFC_PATH, args, limits);
+}
+
+ToolResult run_stof_run(const std::vector<std::string>& args, const Limits& limits) {
+    return run_binary(STOF_RUN_PATH, args, limits);
 }
 
 ToolResult run_limited(const std::function<void()>& f, const Limits& limits) {

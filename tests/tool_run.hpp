@@ -25,6 +25,8 @@ struct ToolResult {
 
 // Runs the stofc binary of this build with `args`.
 ToolResult run_stofc(const std::vector<std::string>& args, const Limits& limits = {});
+// Runs the stof-run binary of this build with `args`.
+ToolResult run_stof_run(const std::vector<std::string>& args, const Limits& limits = {});
 
 // Runs f() in a forked child under `limits`; rc 0 when it returned, 1 when it threw (the
 // message in err), 128 + signal when it crashed or was killed.

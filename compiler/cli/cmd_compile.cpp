@@ -128,7 +128,8 @@ void run_compile(const CompileArgs& a) {
         progress = std::make_unique<tune::ProgressLine>(stderr, opt.search.budget_s);
         opt.search.on_progress = [&](const fusion::SearchProgress& sp) { (*progress)(sp); };
         opt.evaluator = gpu.get();
-        spdlog::info("tuning ({}) on {}, budget {:.0f} s", tune, gpu->identity().gpu, opt.search.budget_s);
+        spdlog::info("tuning ({}) on {}, budget {:.0f} s for all of it (the stages leave the final check its time)", tune,
+                     gpu->identity().gpu, opt.search.budget_s);
     } else {
         // The cost model, with the tuning cache's records for the target GPU where there are some.
         tune::CacheIdentity id;
@@ -210,7 +211,9 @@ void add_compile_command(CLI::App& app) {
                     "Fusion search and kernel parameters: measured on the GPU (fast, full) or from the cost model (off) "
                     "(default: fast with a GPU, off with --offline or none)")
         ->check(CLI::IsMember({"off", "fast", "full"}));
-    cmd->add_option("--tune-budget", args->tune_budget, "Seconds the measured search may take (default: fast 60, full 600)");
+    cmd->add_option("--tune-budget", args->tune_budget,
+                    "Seconds all of tuning may take, its whole-plan timings included: the stages stop early enough to "
+                    "leave the final check the time the initial plan's timing took (default: fast 60, full 600)");
     cmd->add_option("--dump-after", args->dump_after,
                     "Print the IR after pass NAME, the fusion plan with 'partition', or everything with 'all'");
     add_max_memory_option(cmd);

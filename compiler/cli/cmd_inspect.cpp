@@ -161,7 +161,8 @@ nlohmann::json to_json(const plan::Plan& p) {
                  {"created", p.meta.created},
                  {"notes", p.meta.notes}};
     j["arena_bytes"] = p.arena_bytes;
-    j["weights_bytes"] = p.weights.size();
+    j["weights_bytes"] = p.weights_bytes();
+    if (p.has_placeholders()) j["placeholder_weights"] = p.placeholders;
     json tensors = json::array();
     for (const plan::TensorDesc& t : p.tensors) {
         json e = {
@@ -280,8 +281,9 @@ void print_text(const std::string& path, const plan::Plan& p) {
 
 void print_body(std::string& out, const plan::Plan& p) {
     const auto o = std::back_inserter(out);
-    fmt::format_to(o, "tensors: {} (arena {}, weights {})\n", p.tensors.size(), human_bytes(p.arena_bytes),
-                   human_bytes(p.weights.size()));
+    fmt::format_to(o, "tensors: {} (arena {}, weights {}{})\n", p.tensors.size(), human_bytes(p.arena_bytes),
+                   human_bytes(p.weights_bytes()),
+                   p.has_placeholders() ? fmt::format(", {} of them placeholders for timing", p.placeholders.size()) : "");
     for (size_t i = 0; i < p.tensors.size(); ++i) {
         const plan::TensorDesc& t = p.tensors[i];
         fmt::format_to(o, "  {:>4}  {:<12} {}{:<16} {:<7} @{:<10} {:>10}  {}\n", i, role_name(t.role), dtype_name(t.dtype),

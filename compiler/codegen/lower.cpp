@@ -66,6 +66,7 @@ plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOp
     p.meta.created = utc_now();
     LowerState st(g, p, opt.arch, opt.precision);
     st.attention_kernel = opt.attention_kernel;
+    st.placeholder_weights = opt.placeholder_weights;
     st.inlined = fp.inlined;
     std::vector<const fusion::Segment*> view_of(g.values.size(), nullptr);
     for (const fusion::Segment& s : fp.segments)
@@ -165,10 +166,11 @@ plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOp
         st.add_step(std::move(s));
     }
 
+    st.finish_placeholders();
     plan_memory(p, st.alias_of);
     const auto level = opt.quiet ? spdlog::level::debug : spdlog::level::info;
     spdlog::log(level, "plan: {} steps, {} tensors, arena {:.1f} MB, weights {:.1f} MB", p.steps.size(), p.tensors.size(),
-                static_cast<double>(p.arena_bytes) / 1e6, static_cast<double>(p.weights.size()) / 1e6);
+                static_cast<double>(p.arena_bytes) / 1e6, static_cast<double>(p.weights_bytes()) / 1e6);
     const auto t0 = std::chrono::steady_clock::now();
     compile_kernels(st, opt);
     spdlog::log(level, "NVRTC: {:.1f} s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -33,6 +33,10 @@ struct LowerOptions {
     // plan is for inspection only.
     std::function<void(const std::string& key, const std::string& source)> on_kernel_source;
     bool nvrtc = true;
+    // A timing plan for the tuning worker: large float constants become placeholder
+    // weights (plan::Plan::placeholders; codegen/lower_state.hpp kPlaceholderMinBytes),
+    // neither converted nor stored. Only the tuning worker runs such a plan.
+    bool placeholder_weights = false;
 };
 
 plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOptions& opt);

@@ -49,10 +49,56 @@ int32_t LowerState::add_weight(const Tensor& t, const std::string& name) {
     return idx;
 }
 
+namespace {
+
+// A hash of c's dtype, shape and up to 4096 of its bytes spread over it: equal constants
+// hash equal; unequal ones almost never do (the bytes decide).
+uint64_t sampled_hash(const Tensor& c) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    auto mix = [&](uint64_t x) { h = (h ^ x) * 0x100000001b3ull; };
+    mix(static_cast<uint64_t>(c.dtype));
+    for (int64_t d : c.shape) mix(static_cast<uint64_t>(d));
+    const size_t n = c.bytes.size(), step = std::max<size_t>(1, n / 4096);
+    for (size_t i = 0; i < n; i += step) mix(c.bytes[i]);
+    return h;
+}
+
+}  // namespace
+
+int32_t LowerState::add_placeholder(const Tensor& c, DType dtype, const std::string& name) {
+    const uint64_t key = sampled_hash(c);
+    for (auto [it, end] = placeholders_by_hash.equal_range(key); it != end; ++it) {
+        const Tensor& other = *it->second.first;
+        if (other.dtype == c.dtype && other.shape == c.shape && other.bytes == c.bytes &&
+            plan.tensors[static_cast<size_t>(it->second.second)].dtype == dtype)
+            return it->second.second;
+    }
+    const int32_t idx = add_tensor(name, dtype, c.shape, plan::TensorRole::weight);
+    plan.tensors[static_cast<size_t>(idx)].offset = placeholder_bytes;
+    placeholder_bytes = (placeholder_bytes + plan.tensors[static_cast<size_t>(idx)].bytes() + plan::kAlignment - 1) /
+                        plan::kAlignment * plan::kAlignment;
+    plan.placeholders.push_back(idx);
+    placeholders_by_hash.emplace(key, std::make_pair(&c, idx));
+    return idx;
+}
+
+void LowerState::finish_placeholders() {
+    if (plan.placeholders.empty()) return;
+    const uint64_t begin = (plan.weights.size() + plan::kAlignment - 1) / plan::kAlignment * plan::kAlignment;
+    for (int32_t t : plan.placeholders) plan.tensors[static_cast<size_t>(t)].offset += begin;
+    plan.placeholder_end = begin + std::max<uint64_t>(placeholder_bytes, plan::kAlignment);
+}
+
 int32_t LowerState::tensor(ir::ValueId v) {
     int32_t& t = tensor_of.at(static_cast<size_t>(v));
     const ir::Value& val = g.value(v);
-    if (t < 0 && val.data) t = add_weight(to_plan_precision(*val.data, precision), val.name);
+    if (t < 0 && val.data) {
+        const DType dt = plan_dtype(val.data->dtype, precision);
+        if (placeholder_weights && is_float(dt) &&
+            static_cast<uint64_t>(val.data->numel()) * dtype_size(dt) >= kPlaceholderMinBytes)
+            t = add_placeholder(*val.data, dt, val.name);
+        else t = add_weight(to_plan_precision(*val.data, precision), val.name);
+    }
     STOF_CHECK(t >= 0, "internal: value '{}' has no storage in the plan", val.name);
     return t;
 }

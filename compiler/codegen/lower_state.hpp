@@ -15,6 +15,10 @@
 
 namespace stof::codegen {
 
+// Float constants below this size (in the plan's storage type) keep their contents in
+// timing plans with placeholder weights: norm scales, biases, small tables.
+constexpr uint64_t kPlaceholderMinBytes = uint64_t{1} << 20;
+
 struct LowerState {
     const ir::Graph& g;
     plan::Plan& plan;
@@ -35,6 +39,12 @@ struct LowerState {
     std::multimap<uint32_t, int32_t> weights_by_checksum;      // weight bytes' checksum → weight tensors
     std::map<std::pair<int32_t, DType>, int32_t> conversions;  // (tensor, dtype) → its converted copy (emit_convert)
     std::set<std::string> names;                               // names of the plan's tensors
+    // Placeholder weights (LowerOptions::placeholder_weights): on; their offsets from the
+    // start of the placeholder region and its length so far (placed by finish_placeholders);
+    // sampled hash of the constant → (the constant, its tensor).
+    bool placeholder_weights = false;
+    uint64_t placeholder_bytes = 0;
+    std::multimap<uint64_t, std::pair<const Tensor*, int32_t>> placeholders_by_hash;
 
     LowerState(const ir::Graph& graph, plan::Plan& p, std::string target_arch, Precision plan_precision);
 
@@ -44,9 +54,17 @@ struct LowerState {
     // A constant in the weights buffer; a weight with the same dtype, shape and
     // bytes as an earlier one is that one (T5's position bias read by every layer).
     int32_t add_weight(const Tensor& t, const std::string& name);
+    // A weight of `dtype` and c's shape whose contents are placeholders (Plan::placeholders):
+    // constant c is neither converted nor copied; a constant equal to an earlier one (dtype,
+    // shape and bytes) is that one's tensor, as with add_weight.
+    int32_t add_placeholder(const Tensor& c, DType dtype, const std::string& name);
+    // Places the placeholder weights after the weights' contents (Plan::placeholder_end);
+    // once, after the last weight is added.
+    void finish_placeholders();
     // The plan tensor holding value v: its stored tensor, or for a constant a
-    // weight in the plan's storage type (added on first use). A stof::Error
-    // names v when it is neither.
+    // weight in the plan's storage type (added on first use; a placeholder when
+    // placeholder_weights and it is a float constant of at least kPlaceholderMinBytes
+    // in the plan). A stof::Error names v when it is neither.
     int32_t tensor(ir::ValueId v);
 
     // Appends a launch step running `job`; the kernel is added at compile time.

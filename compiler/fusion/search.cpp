@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <set>
 
@@ -66,23 +67,36 @@ std::vector<Segment> copies(const std::vector<const Segment*>& ss) {
 
 class Search {
 public:
-    Search(const ir::Graph& g, Evaluator& ev, const SearchOptions& opt) : g_(g), ev_(ev), opt_(opt), rng_(opt.seed) {}
+    Search(const ir::Graph& g, Evaluator& ev, const SearchOptions& opt)
+        : g_(g), ev_(ev), opt_(opt), rng_(opt.seed), start_(now()) {}
 
     SearchResult run() {
         SearchResult r;
         r.plan = initial_scheme(g_);
         initial_ = r.plan;
-        stop_key_ = fmt::format("budget {}|stages {}{}|min_gain {}|stage2 {},{},{}|seed {}", opt_.budget_s, opt_.stage1,
-                                opt_.stage2, opt_.min_gain, opt_.stage2_first, opt_.stage2_batch, opt_.stage2_max_rounds,
-                                opt_.seed);
+        stop_key_ = fmt::format("budget {} with reserve|stages {}{}|min_gain {}|stage2 {},{},{}|seed {}", opt_.budget_s,
+                                opt_.stage1, opt_.stage2, opt_.min_gain, opt_.stage2_first, opt_.stage2_batch,
+                                opt_.stage2_max_rounds, opt_.seed);
         if (std::isfinite(opt_.budget_s)) recorded_stop_ = ev_.budget_stop(g_, initial_, stop_key_);
-        r.initial_us = ev_.plan(g_, r.plan).us;
+        {
+            const double t0 = now();
+            const Timing initial = ev_.plan(g_, r.plan);
+            r.initial_us = initial.us;
+            whole_plan_s_ = initial.cost_s > 0 ? initial.cost_s : now() - t0;
+            last_check_ = now();
+        }
+        // Whole-plan timings still to come: the final check, and the one after stage 1.
+        whole_plans_left_ = 1 + (opt_.stage1 && opt_.time_stage1 ? 1 : 0);
+        if (std::isfinite(opt_.budget_s))
+            say(fmt::format("budget {:.1f} s: {:.1f} s kept for {} whole-plan timing{} to come", opt_.budget_s, reserve_s(),
+                            whole_plans_left_, whole_plans_left_ > 1 ? "s" : ""));
         if (opt_.stage1) stage1(r);
-        r.stage1_us = !opt_.stage1       ? r.initial_us
-                      : opt_.time_stage1 ? ev_.plan(g_, r.plan).us
-                                         : std::numeric_limits<double>::quiet_NaN();
-        if (opt_.stage2) stage2(r);
-        report("final check", 0, 1, r.initial_us - r.stage1_us);
+        if (!opt_.stage1) r.stage1_us = r.initial_us;
+        else if (opt_.time_stage1 && !out_of_time(false)) r.stage1_us = ev_.plan(g_, r.plan).us;
+        else r.stage1_us = std::numeric_limits<double>::quiet_NaN();
+        if (opt_.stage1 && opt_.time_stage1) --whole_plans_left_;
+        if (opt_.stage2 && !out_of_time()) stage2(r);
+        report("final check", 0, 1, r.initial_us - (std::isnan(r.stage1_us) ? r.initial_us : r.stage1_us));
         r.final_us = ev_.plan(g_, r.plan).us;
         report("final check", 1, 1, r.initial_us - std::min(r.initial_us, r.final_us));
         if (r.final_us > r.initial_us) {  // never slower than where it started
@@ -97,6 +111,7 @@ public:
         }
         r.evaluations = evaluations_;
         r.budget_spent = budget_spent_;
+        r.whole_plan_s = whole_plan_s_;
         r.times = times_;
         return r;
     }
@@ -107,16 +122,25 @@ private:
     }
     void report(const char* stage, int index, int count, double gain_us) const {
         if (!opt_.on_progress) return;
-        opt_.on_progress(
-            {stage, index, count, evaluations_, gain_us, std::chrono::duration<double>(Clock::now() - start_).count()});
+        opt_.on_progress({stage, index, count, evaluations_, gain_us, now() - start_,
+                          std::strcmp(stage, "final check") == 0 ? 0.0 : reserve_s()});
     }
-    // Whether the budget is spent: at the recorded stop when there is one, else by the clock
-    // (and then the stop is recorded).
-    bool out_of_time() {
+    double now() const {
+        return opt_.clock ? opt_.clock() : std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+    }
+    // The part of the budget the whole-plan timings still to come need.
+    double reserve_s() const { return whole_plan_s_ * whole_plans_left_; }
+    // Whether the budget is spent (no time left for the whole-plan timings to come and, when
+    // a step of the stage comes next, for a step as long as its longest so far): at the
+    // recorded stop when there is one, else by the clock (and then the stop is recorded).
+    bool out_of_time(bool step = true) {
         if (budget_spent_) return true;
         ++checks_;
+        const double t = now();
+        longest_step_ = std::max(longest_step_, t - last_check_);
+        last_check_ = t;
         budget_spent_ = recorded_stop_ ? checks_ >= *recorded_stop_
-                                       : std::chrono::duration<double>(Clock::now() - start_).count() > opt_.budget_s;
+                                       : t - start_ + (step ? longest_step_ : 0) > opt_.budget_s - reserve_s();
         if (budget_spent_ && !recorded_stop_) ev_.record_budget_stop(g_, initial_, stop_key_, checks_);
         return budget_spent_;
     }
@@ -292,7 +316,7 @@ private:
             for (size_t i = 0; i < ks.size(); ++i) defaults.push_back(candidate(ks[i], 0));
             ev_.prefetch(g_, r.plan, defaults);
             for (Kernel& k : ks) {
-                sample(k, 0);
+                if (!out_of_time()) sample(k, 0);
                 k.default_us = k.best_us;
             }
             for (std::vector<size_t>& p : picks) p.erase(p.begin());
@@ -358,7 +382,11 @@ private:
     std::optional<int> recorded_stop_;
     FusionPlan initial_;
     std::string stop_key_;
-    const Clock::time_point start_ = Clock::now();
+    const double start_;        // now() when the search began
+    double whole_plan_s_ = 0;   // the estimated cost of one whole-plan timing
+    int whole_plans_left_ = 1;  // whole-plan timings still to come
+    double last_check_ = 0;     // now() at the last budget check
+    double longest_step_ = 0;   // the longest time between two budget checks
 };
 
 }  // namespace

@@ -16,6 +16,12 @@
 // the budget, when every config is measured, or after 3 rounds without a gain.
 // A final check keeps the result only when the whole plan is not slower than the
 // initial scheme's.
+// The budget bounds the whole search, its whole-plan timings included: a stage takes its
+// next step (a stage-1 move, a stage-2 sample) only while there is time for a step as long
+// as the longest so far and for the whole-plan timings left (the final check, and the one
+// after stage 1 when asked for), each estimated as long as the initial scheme's took
+// (Timing::cost_s when the evaluator knows it, else as long as its call took). Only the
+// search's first step, whose length nothing foretells, can run past the budget.
 #pragma once
 
 #include "fusion/choices.hpp"
@@ -34,6 +40,7 @@ namespace stof::fusion {
 struct Timing {
     double us = std::numeric_limits<double>::infinity();  // infinity: cannot run, or a wrong result
     double spread = 0;                                    // the measurement's noise (µs)
+    double cost_s = 0;  // seconds it took to measure (also when it comes from a cache); 0: unknown or free
 };
 
 class Evaluator {
@@ -63,6 +70,7 @@ struct SearchProgress {
     int evaluations = 0;       // segments timed so far
     double gain_us = 0;        // time saved so far against the initial scheme (per the evaluator)
     double elapsed_s = 0;      // since the search began
+    double reserve_s = 0;      // of the budget, kept for the whole-plan timings still to come
 };
 
 struct SearchOptions {
@@ -71,11 +79,16 @@ struct SearchOptions {
     int stage2_first = 4;    // samples every kernel gets in round 0
     int stage2_batch = 16;   // samples a later round
     int stage2_max_rounds = 12;
-    double budget_s = std::numeric_limits<double>::infinity();  // a stop recorded by the evaluator replaces it
+    // Seconds the whole search may take, its whole-plan timings included; a stop recorded
+    // by the evaluator replaces it.
+    double budget_s = std::numeric_limits<double>::infinity();
     bool time_stage1 = true;  // time the whole plan after stage 1 too (a report; the final check needs only the others)
     unsigned seed = 1;
     std::function<void(const std::string&)> progress;  // one line per step of the search
     std::function<void(const SearchProgress&)> on_progress;
+    // Seconds on a monotonic clock (default: std::chrono::steady_clock); the budget is
+    // counted on it (tests pass a simulated one).
+    std::function<double()> clock;
 };
 
 struct MoveRecord {
@@ -104,6 +117,7 @@ struct SearchResult {
     bool kept = true;                                    // false: the final check kept the initial scheme
     int evaluations = 0;
     bool budget_spent = false;            // stopped at SearchOptions::budget_s before the search was done
+    double whole_plan_s = 0;              // the estimated cost of one whole-plan timing (the budget's reserve per timing)
     std::map<std::string, Timing> times;  // segment_signature + "#" + config → its time, for every segment timed
 };
 

@@ -199,6 +199,12 @@ std::string serialize_static(const Plan& p, bool with_weights) {
     std::vector<Bytes> sections;
     for (size_t i = 0; i + 1 < kSectionCount; ++i)
         sections.push_back({kSectionNames[i], payloads[i].data(), payloads[i].size()});
+    Encoder placeholders;
+    if (p.has_placeholders()) {
+        placeholders.u64(p.placeholder_end);
+        placeholders.array(p.placeholders, "placeholder weights");
+        sections.push_back({kPlaceholdersSection, placeholders.bytes.data(), placeholders.bytes.size()});
+    }
     sections.push_back({kSectionNames[kSectionCount - 1], p.weights.data(), with_weights ? p.weights.size() : 0});
     return assemble(sections);
 }

@@ -35,6 +35,7 @@ private:
 GpuEvaluator::GpuEvaluator(GpuEvaluatorOptions opt) : opt_(std::move(opt)), measurer_(opt_.measure) {
     opt_.lower.quiet = true;
     opt_.lower.jobs = 1;
+    opt_.lower.placeholder_weights = true;  // times do not depend on weight values
     const Measurer::Device& d = measurer_.device();
     identity_ = {d.name,
                  d.sm_count,
@@ -203,23 +204,31 @@ void GpuEvaluator::record_budget_stop(const ir::Graph& g, const fusion::FusionPl
 
 fusion::Timing GpuEvaluator::plan(const ir::Graph& g, const fusion::FusionPlan& p) {
     const std::string key = plan_key(g, p);
-    if (const std::optional<CacheRecord> r = cache_->find(key)) return {r->us, r->spread};
-    Measurement m;
-    const Stopwatch t(stats_.whole_plans_s);
-    try {
-        codegen::LowerOptions whole = opt_.lower;
-        whole.jobs = 0;
-        m = measurer_.measure(codegen::lower(g, p, whole), opt_.seed, false);
-    } catch (const std::exception& e) {
-        m.error = e.what();
+    if (const std::optional<CacheRecord> r = cache_->find(key)) {
+        const std::optional<CacheRecord> cost = cache_->find("cost|" + key);
+        return {r->us, r->spread, cost && cost->kind == "plan_cost" && cost->us > 0 ? cost->us : 0};
     }
+    Measurement m;
+    double seconds = 0;
+    {
+        const Stopwatch t(seconds);
+        try {
+            codegen::LowerOptions whole = opt_.lower;
+            whole.jobs = 0;
+            m = measurer_.measure(codegen::lower(g, p, whole), opt_.seed, false);
+        } catch (const std::exception& e) {
+            m.error = e.what();
+        }
+    }
+    stats_.whole_plans_s += seconds;
     if (!m.ok) {
         spdlog::warn("tuning: the whole plan did not run ({})", m.error);
-        return {};
+        return {fusion::Timing{}.us, 0, seconds};
     }
     ++stats_.measured;
     cache_->put(key, {m.median_us, m.spread_us, 0, "plan"});
-    return {m.median_us, m.spread_us};
+    cache_->put("cost|" + key, {seconds, 0, 0, "plan_cost"});
+    return {m.median_us, m.spread_us, seconds};
 }
 
 }  // namespace stof::tune

@@ -5,7 +5,10 @@
 // (every op a step of its own, fusion/fusion_plan.hpp unfused_scheme) on the same
 // inputs; a candidate that fails, crashes or hangs gets an infinite time. Times are
 // kept in the tuning cache (tune/tune_cache.hpp) and taken from it when present.
-// A whole plan is lowered and timed as one (the search's final check).
+// A whole plan is lowered and timed as one (the search's final check). Every plan the
+// worker times has placeholder weights (codegen::LowerOptions::placeholder_weights): its
+// large float constants are neither converted, written nor read, only filled on the GPU
+// (tune/measure.hpp); a candidate and its reference see the same values.
 #pragma once
 
 #include "codegen/lower.hpp"

@@ -16,9 +16,10 @@ std::string ProgressLine::line(const fusion::SearchProgress& p) const {
                                 p.evaluations, p.gain_us, p.elapsed_s);
     if (p.index > 0 && p.index < p.count) {
         double left = p.elapsed_s / p.index * (p.count - p.index);
-        if (std::isfinite(budget_s_)) left = std::min(left, std::max(0.0, budget_s_ - p.elapsed_s));
+        if (std::isfinite(budget_s_)) left = std::min(left, std::max(0.0, budget_s_ - p.reserve_s - p.elapsed_s));
         s += fmt::format(", ~{:.0f} s left", left);
     }
+    if (p.reserve_s > 0 && std::isfinite(budget_s_)) s += fmt::format(" (+{:.0f} s kept for the final check)", p.reserve_s);
     return s;
 }
 

@@ -1,6 +1,7 @@
 // The tuning progress display: on a terminal one line rewritten in place (stage,
-// step i/n, segments measured, gain so far, elapsed and estimated time left); else
-// one line per stage, when the stage ends.
+// step i/n, segments measured, gain so far, elapsed and estimated time left, and the
+// part of the budget kept for the whole-plan timings to come); else one line per
+// stage, when the stage ends.
 #pragma once
 
 #include "fusion/search.hpp"

@@ -7,6 +7,7 @@
 //   any failure      → {"ok":false,"error":"..."}
 #include "tune/measure.hpp"
 
+#include "codegen/nvrtc.hpp"
 #include "exec/executor.hpp"
 #include "plan/plan_reader.hpp"
 #include "stof/cuda_check.hpp"
@@ -55,6 +56,31 @@ Tensor random_input(const plan::TensorDesc& t, uint64_t seed) {
     return x;
 }
 
+// Fills the placeholder weights of ex's plan (tune/measure.hpp states the values): the first
+// kPlaceholderBlock elements of each from the host, the rest doubled on the GPU from them.
+void fill_placeholders(exec::Executor& ex, uint64_t seed) {
+    constexpr int64_t kPlaceholderBlock = 65536;
+    const plan::Plan& p = ex.plan();
+    for (int32_t t : p.placeholders) {
+        const plan::TensorDesc& d = p.tensors[static_cast<size_t>(t)];
+        const int64_t n = numel(d.shape);
+        if (n == 0) continue;
+        const uint64_t stream = codegen::fnv1a(d.name, seed);
+        Tensor block(d.dtype, {std::min(n, kPlaceholderBlock)});
+        for (int64_t i = 0; i < block.numel(); ++i)
+            block.set_f64(i, (static_cast<double>(draw(stream, static_cast<uint64_t>(i)) >> 11) * 0x1p-52 - 1.0) / 32);
+        auto* dst = static_cast<uint8_t*>(ex.address(t));
+        STOF_CUDA_CHECK(cudaMemcpyAsync(dst, block.bytes.data(), block.bytes.size(), cudaMemcpyHostToDevice, ex.stream()));
+        const size_t total = d.bytes();
+        for (size_t done = block.bytes.size(); done < total;) {
+            const size_t c = std::min(done, total - done);
+            STOF_CUDA_CHECK(cudaMemcpyAsync(dst + done, dst, c, cudaMemcpyDeviceToDevice, ex.stream()));
+            done += c;
+        }
+        STOF_CUDA_CHECK(cudaStreamSynchronize(ex.stream()));
+    }
+}
+
 class Bench {
 public:
     ~Bench() {
@@ -77,11 +103,12 @@ public:
 
     json measure(const json& req) {
         const auto t0 = std::chrono::steady_clock::now();
-        exec::Executor ex(plan::read_plan(req.at("plan").get<std::string>()), 0);
+        exec::Executor ex(plan::read_plan(req.at("plan").get<std::string>()), 0, true);
         ex.activate();
         prepare();
         const plan::Plan& p = ex.plan();
         const uint64_t seed = req.at("seed").get<uint64_t>();
+        fill_placeholders(ex, seed);
         for (size_t i = 0; i < p.inputs.size(); ++i) {
             const int32_t t = p.inputs[i];
             ex.upload(t, input(p.tensors[static_cast<size_t>(t)], seed * 1000003 + i).bytes.data());

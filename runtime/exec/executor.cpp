@@ -38,8 +38,9 @@ bool cubin_runs_on(const std::string& arch, int major, int minor) {
 
 }  // namespace
 
-Executor::Executor(plan::Plan plan, int device) : plan_(std::move(plan)), device_(device) {
+Executor::Executor(plan::Plan plan, int device, bool placeholders) : plan_(std::move(plan)), device_(device) {
     plan::validate(plan_);
+    STOF_CHECK(placeholders || !plan_.has_placeholders(), "{}", plan::kPlaceholderRefusal);
     const int count = cuda_device_count();
     STOF_CHECK(device >= 0 && device < count, "CUDA device {} does not exist ({} device{} present)", device, count,
                count == 1 ? "" : "s");
@@ -158,11 +159,12 @@ void Executor::allocate() {
                    cudaGetErrorString(e));
         STOF_CUDA_CHECK(cudaMemsetAsync(arena_, 0, plan_.arena_bytes, stream_));
     }
-    if (!plan_.weights.empty()) {
-        const cudaError_t e = cudaMalloc(&weights_, plan_.weights.size());
-        STOF_CHECK(e == cudaSuccess, "cannot allocate {} bytes for the weights on {}: {}", plan_.weights.size(), device_name_,
+    if (plan_.weights_bytes() > 0) {
+        const cudaError_t e = cudaMalloc(&weights_, plan_.weights_bytes());
+        STOF_CHECK(e == cudaSuccess, "cannot allocate {} bytes for the weights on {}: {}", plan_.weights_bytes(), device_name_,
                    cudaGetErrorString(e));
-        STOF_CUDA_CHECK(cudaMemcpy(weights_, plan_.weights.data(), plan_.weights.size(), cudaMemcpyHostToDevice));
+        if (!plan_.weights.empty())
+            STOF_CUDA_CHECK(cudaMemcpy(weights_, plan_.weights.data(), plan_.weights.size(), cudaMemcpyHostToDevice));
         plan_.weights.clear();
         plan_.weights.shrink_to_fit();
     }

@@ -26,8 +26,11 @@ constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
 class Executor {
 public:
-    // Validates the plan and loads it onto `device`. Throws stof::Error.
-    Executor(plan::Plan plan, int device);
+    // Validates the plan and loads it onto `device`. Throws stof::Error. A plan with
+    // placeholder weights (Plan::placeholders) is refused unless `placeholders`: then its
+    // placeholder tensors are allocated but not written, for the caller to fill (the
+    // tuning worker, tune/measure.hpp).
+    Executor(plan::Plan plan, int device, bool placeholders = false);
     ~Executor();
     Executor(const Executor&) = delete;
     Executor& operator=(const Executor&) = delete;

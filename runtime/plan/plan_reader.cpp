@@ -276,7 +276,7 @@ void decode_schedule(Cursor& c, Plan& p) {
 bool known_section(const std::string& name) {
     for (const char* n : kSectionNames)
         if (name == n) return true;
-    if (name == kShapesSection) return true;
+    if (name == kShapesSection || name == kPlaceholdersSection) return true;
     const std::string prefix = kBucketSectionPrefix;
     if (name.compare(0, prefix.size(), prefix) != 0) return false;
     const std::string k = name.substr(prefix.size());
@@ -337,7 +337,8 @@ std::vector<Section> read_table(const uint8_t* data, size_t size, const std::str
                        kBucketSectionPrefix, i - 2);
     } else {
         for (const char* n : kSectionNames) STOF_CHECK(seen.count(n), "{}: section '{}' is missing", what, n);
-        STOF_CHECK(seen.size() == kSectionCount, "{}: the section table is damaged (bucket sections without 'shapes')", what);
+        STOF_CHECK(seen.size() == kSectionCount + seen.count(kPlaceholdersSection),
+                   "{}: the section table is damaged (bucket sections without 'shapes')", what);
     }
 
     // Payloads follow each other in table order with zero padding between them, and the
@@ -432,6 +433,11 @@ Plan parse_sections(const uint8_t* data, const std::vector<Section>& sections, c
                 c.finish();
             } else if (s.name == "segments") {
                 decode_segments(c, p);
+                c.finish();
+            } else if (s.name == kPlaceholdersSection) {
+                p.placeholder_end = c.u64("placeholder_end");
+                p.placeholders = c.array<int32_t>("placeholder count");
+                STOF_CHECK(!p.placeholders.empty(), "it lists no tensors");
                 c.finish();
             } else {
                 p.weights.assign(payload, payload + size);

@@ -30,6 +30,7 @@ public:
     explicit Checker(const Plan& p) : p_(p) {}
 
     void run() {
+        check_placeholders();
         check_tensors();
         check_kernels();
         check_masks();
@@ -83,11 +84,32 @@ private:
         STOF_CHECK((t.role == TensorRole::weight) == weights, "a {} tensor must live in the {} buffer",
                    t.role == TensorRole::weight ? "weight" : "non-weight", t.role == TensorRole::weight ? "weights" : "arena");
         STOF_CHECK(t.offset % kAlignment == 0, "offset {} is not a multiple of {}", t.offset, kAlignment);
-        const uint64_t size = weights ? p_.weights.size() : p_.arena_bytes;
+        const uint64_t size = weights ? p_.weights_bytes() : p_.arena_bytes;
         STOF_CHECK(t.offset <= size && static_cast<uint64_t>(n) <= size - t.offset,
                    "bytes {}..{} lie outside the {} buffer ({} bytes)", t.offset, static_cast<uint64_t>(t.offset + n),
                    weights ? "weights" : "arena", size);
         return static_cast<int64_t>(n);
+    }
+
+    // Placeholder weights (Plan::placeholders): distinct float weight tensors past the real
+    // contents, inside placeholder_end.
+    void check_placeholders() {
+        if (p_.placeholders.empty()) {
+            STOF_CHECK(p_.placeholder_end == 0, "placeholders: placeholder_end {} without placeholder tensors",
+                       p_.placeholder_end);
+            return;
+        }
+        const uint64_t begin = (p_.weights.size() + kAlignment - 1) / kAlignment * kAlignment;
+        STOF_CHECK(p_.placeholder_end >= begin && p_.placeholder_end <= static_cast<uint64_t>(kMaxBytes),
+                   "placeholders: placeholder_end {} is not between the weights' end {} and 2^48", p_.placeholder_end, begin);
+        std::set<int32_t> seen;
+        for (int32_t t : p_.placeholders) {
+            STOF_CHECK(t >= 0 && static_cast<size_t>(t) < p_.tensors.size(), "placeholders: tensor index {} is out of range", t);
+            const TensorDesc& d = p_.tensors[static_cast<size_t>(t)];
+            STOF_CHECK(seen.insert(t).second, "placeholders: tensor '{}' is listed twice", d.name);
+            STOF_CHECK(d.role == TensorRole::weight && is_float(d.dtype) && d.offset >= begin,
+                       "placeholders: tensor '{}' is not a float weight past the weights' contents", d.name);
+        }
     }
 
     void check_io(const std::vector<int32_t>& list, TensorRole role, const char* what) {
@@ -409,6 +431,7 @@ void check_ranges(const Plan& p) {
     for (size_t b = 0; b < p.buckets.size(); ++b) {
         const Plan& q = p.buckets[b];
         STOF_CHECK(!q.ranged(), "bucket {}: holds buckets of its own", b);
+        STOF_CHECK(!q.has_placeholders(), "bucket {}: has placeholder weights", b);
         try {
             validate(q);
         } catch (const Error& e) {

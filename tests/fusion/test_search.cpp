@@ -280,3 +280,80 @@ TEST_CASE("search: a search cut short by its budget stops at the same place when
     CHECK_FALSE(whole.budget_spent);
     CHECK(whole.evaluations > cut.evaluations);
 }
+
+TEST_CASE("search: the budget covers the whole-plan timings; the stages stop in time for the final check", "[cpu][fusion]") {
+    std::mt19937_64 rng = test::make_rng();
+    const ir::Graph g = pipelined(gemm_residual_norm(rng, true));
+    // The oracle on a simulated clock: a segment timing takes 1 s, a whole-plan timing 10 s.
+    class Clocked final : public fusion::Evaluator {
+    public:
+        fusion::Timing segment(const ir::Graph&, const fusion::FusionPlan&, const Segment& s) override {
+            if (!in_plan_) clock += 1;
+            if (s.kind == SegmentKind::view) return {0, 0};
+            return {10.0 + static_cast<double>(s.nodes.size()) + 0.5 * s.config.algo + 0.01 * s.config.block, 0};
+        }
+        fusion::Timing plan(const ir::Graph& g, const fusion::FusionPlan& p) override {
+            in_plan_ = true;
+            const fusion::Timing t = fusion::Evaluator::plan(g, p);
+            in_plan_ = false;
+            clock += 10;
+            ++plans;
+            return t;
+        }
+        const char* source() const override { return "oracle"; }
+        double clock = 0;
+        int plans = 0;
+
+    private:
+        bool in_plan_ = false;
+    } ev;
+    // --tune fast (the final check after stage 2) and full (also a whole-plan timing after stage 1).
+    const bool time_stage1 = GENERATE(false, true);
+    INFO("time_stage1 " << time_stage1);
+    const int timings = time_stage1 ? 3 : 2;
+    fusion::SearchOptions opt;
+    opt.time_stage1 = time_stage1;
+    opt.clock = [&] { return ev.clock; };
+    std::vector<fusion::SearchProgress> reports;
+    opt.on_progress = [&](const fusion::SearchProgress& p) { reports.push_back(p); };
+
+    const fusion::SearchResult whole = fusion::search(g, ev, opt);
+    const double needed = ev.clock;
+    REQUIRE_FALSE(whole.budget_spent);
+    REQUIRE(ev.plans == timings);
+    REQUIRE(whole.evaluations > 8);
+    CHECK(needed == 10 * timings + whole.evaluations);
+    CHECK(whole.whole_plan_s == 10);
+
+    // A budget that covers everything and a step as long as the longest (a move's segments): the same search.
+    opt.budget_s = needed + 10;
+    ev.clock = 0;
+    ev.plans = 0;
+    const fusion::SearchResult enough = fusion::search(g, ev, opt);
+    CHECK_FALSE(enough.budget_spent);
+    CHECK(enough.evaluations == whole.evaluations);
+    CHECK(ev.clock == needed);
+
+    // Budgets that cut the stages short (after their first step): the final check still runs,
+    // and within the budget.
+    for (const double budget : {needed, needed - 5, 10.0 * timings + 10}) {
+        INFO("budget " << budget);
+        opt.budget_s = budget;
+        ev.clock = 0;
+        ev.plans = 0;
+        reports.clear();
+        const fusion::SearchResult cut = fusion::search(g, ev, opt);
+        CHECK(cut.budget_spent);
+        CHECK(ev.plans >= 2);  // the initial scheme and the final check, the one after stage 1 when time allows
+        CHECK(ev.plans <= timings);
+        CHECK(std::isfinite(cut.final_us));
+        CHECK(ev.clock <= budget);
+        CHECK(cut.evaluations < whole.evaluations);
+        REQUIRE_FALSE(reports.empty());
+        CHECK(reports.back().reserve_s == 0);  // the final check's own report
+        for (const fusion::SearchProgress& p : reports) {
+            if (std::string(p.stage) == "stage 1") CHECK(p.reserve_s == 10 * (timings - 1));
+            if (std::string(p.stage) == "stage 2") CHECK(p.reserve_s == 10);
+        }
+    }
+}

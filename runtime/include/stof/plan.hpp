@@ -198,12 +198,22 @@ struct Plan {
     std::vector<Step> steps;
     std::vector<SegmentInfo> segments;  // the fusion plan the steps were lowered from
     std::vector<uint8_t> weights;       // contents of the weights buffer
+    // A timing plan of the tuning worker (codegen::LowerOptions::placeholder_weights): the
+    // weight tensors listed here carry no contents; they lie in the weights buffer past
+    // `weights` (from weights.size() rounded up to kAlignment), which is then
+    // placeholder_end bytes long, and the tuning worker fills them with placeholder values
+    // (tune/measure.hpp). Every other runtime refuses such a plan. Empty and 0 otherwise.
+    std::vector<int32_t> placeholders;
+    uint64_t placeholder_end = 0;
     // A plan for shape ranges: the variables and one static plan per bucket (the fields
     // above other than meta are then empty). A static plan: no variables, no buckets.
     ShapeRanges ranges;
     std::vector<Plan> buckets;
 
     bool ranged() const { return !buckets.empty(); }
+    bool has_placeholders() const { return !placeholders.empty(); }
+    // The weights buffer's size on the device.
+    uint64_t weights_bytes() const { return placeholders.empty() ? weights.size() : placeholder_end; }
 };
 
 // The tensors step s reads or writes (absent optional ones left out), in no particular order.
@@ -219,6 +229,11 @@ const char* attention_kernel_name(int32_t kernel);
 // launch's kernel key, "cublasLt", an attention kernel, "memcpy", ...).
 std::string step_label(const Step& s);
 std::string step_kernel_name(const Plan& p, const Step& s);
+
+// Why a plan with placeholder weights does not run (the runtime's error).
+constexpr const char* kPlaceholderRefusal =
+    "the plan has placeholder weights: it is a timing plan of stofc's tuning worker, not a compiled model; "
+    "run a plan written by stofc compile";
 
 // Checks every index, offset, size and shape in `p` against the rest of the
 // plan (tensors inside their buffers, kernel args matching params, ...); a ranged

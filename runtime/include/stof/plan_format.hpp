@@ -4,7 +4,7 @@
 //
 // All integers are little-endian; f32 values are stored as their IEEE bits.
 //
-// File (format version 4):
+// File (format version 5):
 //   offset  size
 //   0       8     magic "STOFPLAN"
 //   8       4     u32 format version (kFormatVersion)
@@ -26,7 +26,8 @@
 //
 // Checksums are zlib's crc32; payloads do not overlap each other or the header.
 // A static plan (one shape) has each of the seven sections meta, tensors, kernels,
-// masks, schedule, segments and weights exactly once. A plan for shape ranges
+// masks, schedule, segments and weights exactly once, and a timing plan of the tuning
+// worker (Plan::placeholders) also the section placeholders. A plan for shape ranges
 // (plan::ShapeRanges) has instead, in this order: meta, shapes, and bucket.0 ..
 // bucket.N-1 (N <= kMaxBuckets), each bucket section holding a whole static plan
 // file of this format version (its own header, table and checksums) for that bucket.
@@ -71,6 +72,7 @@
 //             bucket[] { i64[] values (one per variable), i32 weights_from }
 //             weights_from >= 0: that earlier bucket's weights are this bucket's too, and
 //             this bucket's plan stores an empty weights section; -1: its own.
+//   placeholders  u64 placeholder_end, i32[] tensors (Plan::placeholders; absent when empty)
 //   weights   the raw contents of the weights buffer (its payload is 256-byte aligned in
 //             the file, so it can be uploaded from a mapping of the file as is)
 //
@@ -83,7 +85,7 @@
 namespace stof::plan {
 
 constexpr char kMagic[8] = {'S', 'T', 'O', 'F', 'P', 'L', 'A', 'N'};
-constexpr uint32_t kFormatVersion = 4;
+constexpr uint32_t kFormatVersion = 5;
 
 constexpr uint64_t kVersionFieldOffset = 12;
 constexpr uint64_t kVersionFieldBytes = 32;
@@ -97,6 +99,8 @@ constexpr uint32_t kMaxSections = 64;
 // The sections of a static plan, in the order the writer emits them (weights last).
 constexpr const char* kSectionNames[] = {"meta", "tensors", "kernels", "masks", "schedule", "segments", "weights"};
 constexpr size_t kSectionCount = sizeof(kSectionNames) / sizeof(kSectionNames[0]);
+// The optional section of a static plan whose weights are placeholders (Plan::placeholders).
+constexpr const char* kPlaceholdersSection = "placeholders";
 // A ranged plan's sections: meta, kShapesSection, then kBucketSectionPrefix + "0", "1", ...
 constexpr const char* kShapesSection = "shapes";
 constexpr const char* kBucketSectionPrefix = "bucket.";
