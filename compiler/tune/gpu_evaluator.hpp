@@ -8,7 +8,7 @@
 // A whole plan is lowered and timed as one (the search's final check). Every plan the
 // worker times has placeholder weights (codegen::LowerOptions::placeholder_weights): its
 // large float constants are neither converted, written nor read, only filled on the GPU
-// (tune/measure.hpp); a candidate and its reference see the same values.
+// (tune/measure.hpp) by shape, so a candidate and its signature's reference see the same values.
 #pragma once
 
 #include "codegen/lower.hpp"

@@ -5,10 +5,11 @@
 // A measurement loads the plan with the executor, fills its inputs with random
 // data from `seed` (the same plan inputs give the same data: floats uniform in
 // [-1, 1], integers in the tensor's [int_lo, int_hi] or 0, bools 0/1) and its
-// placeholder weights (plan::Plan::placeholders) on the GPU: element i of weight W is
-// element i mod 65536 of the stream (seed, W's name), uniform in [-1/32, 1/32] (finite
-// and small in every float type; a candidate and its unfused reference, lowered from one
-// segment graph, get the same weights), then runs
+// placeholder weights (plan::Plan::placeholders) on the GPU: element i of a weight of
+// shape S is element i mod 65536 of the stream (seed, S), uniform in [-1/32, 1/32]
+// (finite and small in every float type; segments of one signature, whose weights have
+// the same shapes, get the same weights, so a candidate and the unfused reference of
+// its signature agree whichever occurrence each was cut from), then runs
 // `warmup` CUDA-graph replays, then times, with CUDA events, `reps` replays of one
 // graph holding N copies of the plan's steps back to back (N up to 20, for about
 // 200 µs a replay): each copy pays what its steps pay inside a whole plan (launches

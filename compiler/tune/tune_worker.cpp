@@ -65,7 +65,7 @@ void fill_placeholders(exec::Executor& ex, uint64_t seed) {
         const plan::TensorDesc& d = p.tensors[static_cast<size_t>(t)];
         const int64_t n = numel(d.shape);
         if (n == 0) continue;
-        const uint64_t stream = codegen::fnv1a(d.name, seed);
+        const uint64_t stream = codegen::fnv1a(fmt::format("{}", fmt::join(d.shape, "x")), seed);
         Tensor block(d.dtype, {std::min(n, kPlaceholderBlock)});
         for (int64_t i = 0; i < block.numel(); ++i)
             block.set_f64(i, (static_cast<double>(draw(stream, static_cast<uint64_t>(i)) >> 11) * 0x1p-52 - 1.0) / 32);
