@@ -333,13 +333,8 @@ SparseMask build_mask(const MaskSpec& spec_in, int64_t seq_q, int64_t seq_k, int
                     }
                     if (k == TileClass::empty) continue;
                     STOF_CHECK(m.col_idx.size() < static_cast<size_t>(kMax), "mask has more than {} non-empty tiles", kMax);
-                    m.col_idx.push_back(static_cast<int32_t>(tc));
-                    if (k == TileClass::full) {
-                        m.bitmap_idx.push_back(-1);
-                    } else {
-                        m.bitmap_idx.push_back(static_cast<int32_t>(m.bitmaps.size() / words.size()));
-                        m.bitmaps.insert(m.bitmaps.end(), words.begin(), words.end());
-                    }
+                    m.append_tile(static_cast<int32_t>(tc),
+                                  k == TileClass::full ? std::span<const uint64_t>() : std::span(words));
                 }
             }
         }

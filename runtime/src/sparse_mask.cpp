@@ -193,6 +193,18 @@ std::vector<uint8_t> to_dense(const SparseMask& m, int32_t p) {
     return d;
 }
 
+void SparseMask::append_tile(int32_t col, std::span<const uint64_t> partial_words) {
+    col_idx.push_back(col);
+    if (partial_words.empty()) {
+        bitmap_idx.push_back(-1);
+        return;
+    }
+    STOF_CHECK(partial_words.size() == static_cast<size_t>(words_per_tile()), "a partial tile takes {} bitmap words, not {}",
+               words_per_tile(), partial_words.size());
+    bitmap_idx.push_back(static_cast<int32_t>(bitmaps.size() / partial_words.size()));
+    bitmaps.insert(bitmaps.end(), partial_words.begin(), partial_words.end());
+}
+
 SparseMask from_dense(const uint8_t* keep, int32_t mask_batch, int32_t mask_heads, int32_t rows, int32_t cols, int32_t tile_m,
                       int32_t tile_n) {
     SparseMask m;
@@ -221,14 +233,7 @@ SparseMask from_dense(const uint8_t* keep, int32_t mask_batch, int32_t mask_head
                             words[static_cast<size_t>((r / 8) * wc + c / 8)] |= uint64_t{1} << ((r % 8) * 8 + c % 8);
                         }
                     }
-                if (kept == 0) continue;
-                m.col_idx.push_back(tc);
-                if (kept == in_range) {
-                    m.bitmap_idx.push_back(-1);
-                } else {
-                    m.bitmap_idx.push_back(static_cast<int32_t>(m.bitmaps.size() / words.size()));
-                    m.bitmaps.insert(m.bitmaps.end(), words.begin(), words.end());
-                }
+                if (kept != 0) m.append_tile(tc, kept == in_range ? std::span<const uint64_t>() : std::span(words));
             }
         }
         m.row_ptr.push_back(static_cast<int32_t>(m.col_idx.size()));

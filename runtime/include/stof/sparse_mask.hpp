@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <string>
+#include <span>
 #include <vector>
 
 namespace stof {
@@ -47,6 +48,11 @@ struct SparseMask {
     int32_t pattern_of(int32_t b, int32_t h) const {
         return (mask_batch == 1 ? 0 : b) * mask_heads + (mask_heads == 1 ? 0 : h);
     }
+
+    // Appends a non-empty tile at tile column `col` to the tile row being built: full
+    // (bitmap index -1) when `partial_words` is empty, else partial with these
+    // words_per_tile() bitmap words.
+    void append_tile(int32_t col, std::span<const uint64_t> partial_words);
 
     // keep(i, j) of pattern p, read from the format (slow; for tests and tools).
     bool keep(int32_t p, int32_t i, int32_t j) const;
