@@ -250,6 +250,7 @@ MaskMeaning analyse_mask(const Matcher& m, const AttentionMatch& a, const ScoreD
             if (t.padding) r.padding = pad;
             r.tiles = t.keep;
             if (r.why_not.empty()) r.bias = std::move(t.bias);
+            r.bias_by_distance = r.bias != nullptr && t.bias_by_distance;
             r.by_tiles = true;
             return r;
         }

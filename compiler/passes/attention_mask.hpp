@@ -41,6 +41,7 @@ struct MaskMeaning {
     ir::ValueId full = ir::kNoValue;          // [1|B,1|H,Sq,Sk] input (nonzero = keep)
     std::string why_not;                      // non-empty: the mask cannot be expressed, and why
     bool by_tiles = false;                    // classified tile by tile (else entry by entry)
+    bool bias_by_distance = false;            // by_tiles, the bias a function of j - i evaluated once per distance
 };
 
 // The scores' sizes: [B, H, Sq, Sk].

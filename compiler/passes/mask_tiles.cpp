@@ -82,6 +82,34 @@ struct PatternTiles {
 };
 constexpr int kWords = (kTile / 8) * (kTile / 8);
 
+// How a value of the bias varies over the entries (i, j) of one slice: one value at every
+// entry, exactly a + p*i + q*j (integers exact in its dtype), a function of j - i alone, or
+// none of these known.
+struct Form {
+    enum Kind { constant, affine, diagonal, general } kind = general;
+    Iv value;                    // constant
+    double a = 0, p = 0, q = 0;  // affine
+};
+
+// A function of j - i alone.
+bool by_distance(const Form& f) {
+    return f.kind == Form::constant || f.kind == Form::diagonal || (f.kind == Form::affine && f.p == -f.q);
+}
+
+// Integers of magnitude up to this are exact in t, and sums of them computed as the
+// reference does (in double, then stored as t) are too; 0 for bool.
+double exact_integers(DType t) {
+    switch (t) {
+        case DType::f16: return 2048;
+        case DType::bf16: return 256;
+        case DType::f32: return 16777216;
+        case DType::boolean:
+        case DType::u8:
+        case DType::undefined: return 0;
+        default: return dtype_size(t) >= 8 ? 9007199254740992.0 : std::ldexp(1.0, 8 * int(dtype_size(t)) - 1) - 1;
+    }
+}
+
 // A value the expression reads, per world: its entries as doubles and its bounds
 // per tile ([lb, lh] slices, then tile rows when it varies over queries, then
 // tile columns when it varies over keys).
@@ -124,6 +152,15 @@ private:
     // others kept from the same block at another head). Safe to run concurrently.
     void eval_block(std::vector<std::vector<Iv>>& block, int w, int64_t x, int64_t y, int64_t i0, int64_t i1, int64_t j0,
                     int64_t j1, int at, bool heads_only) const;
+    // As eval_block at `count` entries: `entries(f)` calls f(e, i, j) for e = 0..count-1.
+    template <class Entries>
+    void eval_entries(std::vector<std::vector<Iv>>& block, int w, int64_t x, int64_t y, int64_t count, Entries entries, int at,
+                      bool heads_only) const;
+    // The bias of slice (x, y) per distance d = j - i (index d + Sq - 1), [nb, fh] of them,
+    // where it is proven a function of j - i in every slice and exactly known at every distance;
+    // else nothing.
+    std::vector<std::vector<float>> bias_by_distance(int64_t nb, int64_t fh) const;
+    Form leaf_form(const Leaf& l, int w, int64_t x, int64_t y) const;
     int leaf_of(ValueId v, std::string* why);
     std::shared_ptr<const Leaf::Data> summarise(const Tensor& t, const Leaf& l);
     std::string check_padding_leaves();
@@ -495,9 +532,20 @@ void Classifier::find_heads() {
 
 void Classifier::eval_block(std::vector<std::vector<Iv>>& block, int w, int64_t x, int64_t y, int64_t i0, int64_t i1,
                             int64_t j0, int64_t j1, int at, bool heads_only) const {
-    const int64_t cols = j1 - j0, area = (i1 - i0) * cols;
+    eval_entries(
+        block, w, x, y, (i1 - i0) * (j1 - j0),
+        [&](auto f) {
+            for (int64_t i = i0, e = 0; i < i1; ++i)
+                for (int64_t j = j0; j < j1; ++j, ++e) f(e, i, j);
+        },
+        at, heads_only);
+}
+
+template <class Entries>
+void Classifier::eval_entries(std::vector<std::vector<Iv>>& block, int w, int64_t x, int64_t y, int64_t count, Entries entries,
+                              int at, bool heads_only) const {
     block.resize(syms_.size());
-    // An argument at entry e of the block: a SymNode's block, or a leaf's entries by strides.
+    // An argument at entry e = (i, j): a SymNode's block, or a leaf's entries by strides.
     struct Arg {
         const Iv* block = nullptr;
         const double* leaf = nullptr;
@@ -519,25 +567,145 @@ void Classifier::eval_block(std::vector<std::vector<Iv>>& block, int w, int64_t 
             const int64_t s = (l.dims[0] == 1 ? 0 : x) * l.dims[1] + (l.dims[1] == 1 ? 0 : y);
             args[a].row_stride = l.dims[2] == 1 ? 0 : l.dims[3];
             args[a].col_stride = l.dims[3] == 1 ? 0 : 1;
-            args[a].leaf = l.world[static_cast<size_t>(w)]->at.data() + s * l.dims[2] * l.dims[3] +
-                           (l.dims[2] == 1 ? 0 : i0) * args[a].row_stride + (l.dims[3] == 1 ? 0 : j0);
+            args[a].leaf = l.world[static_cast<size_t>(w)]->at.data() + s * l.dims[2] * l.dims[3];
         }
         std::vector<Iv>& out = block[k];
-        out.resize(static_cast<size_t>(area));
+        out.resize(static_cast<size_t>(count));
         if (view_op(n.op) && args[0].block) {  // the same entries
-            std::copy(args[0].block, args[0].block + area, out.begin());
+            std::copy(args[0].block, args[0].block + count, out.begin());
             continue;
         }
         in.resize(n.args.size());
         const Table* table = n.table >= 0 ? &tables_[static_cast<size_t>(n.table)] : nullptr;
-        for (int64_t ri = 0, e = 0; ri < i1 - i0; ++ri)
-            for (int64_t rj = 0; rj < cols; ++rj, ++e) {
-                for (size_t a = 0; a < n.args.size(); ++a)
-                    in[a] = args[a].block ? args[a].block[e]
-                                          : point(args[a].leaf[ri * args[a].row_stride + rj * args[a].col_stride]);
-                out[static_cast<size_t>(e)] = table ? lookup(*table, in[0], y) : apply(n.op, n.dtype, in.data(), in.size());
-            }
+        entries([&](int64_t e, int64_t i, int64_t j) {
+            for (size_t a = 0; a < n.args.size(); ++a)
+                in[a] = args[a].block ? args[a].block[e] : point(args[a].leaf[i * args[a].row_stride + j * args[a].col_stride]);
+            out[static_cast<size_t>(e)] = table ? lookup(*table, in[0], y) : apply(n.op, n.dtype, in.data(), in.size());
+        });
     }
+}
+
+Form Classifier::leaf_form(const Leaf& l, int w, int64_t x, int64_t y) const {
+    const int64_t rows = l.dims[2], cols = l.dims[3], n = rows * cols;
+    const int64_t s = (l.dims[0] == 1 ? 0 : x) * l.dims[1] + (l.dims[1] == 1 ? 0 : y);
+    const double* v = l.world[static_cast<size_t>(w)]->at.data() + s * n;
+    auto same = [](double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); };
+    Form f;
+    if (std::all_of(v, v + n, [&](double e) { return same(e, v[0]); })) {
+        f.kind = Form::constant;
+        f.value = point(v[0]);
+        return f;
+    }
+    if (rows > 1 && cols > 1) {  // [Sq, Sk]: equal along every diagonal
+        for (int64_t i = 0; i + 1 < rows; ++i)
+            for (int64_t j = 0; j + 1 < cols; ++j)
+                if (!same(v[i * cols + j], v[(i + 1) * cols + j + 1])) return f;
+        f.kind = Form::diagonal;
+        return f;
+    }
+    // One index: integers in arithmetic progression, exact in the leaf's dtype.
+    const double limit = exact_integers(g_.value(l.value).dtype), step = v[1] - v[0];
+    for (int64_t k = 0; k < n; ++k)
+        if (!(v[k] == v[0] + double(k) * step && v[k] == std::trunc(v[k]) && std::abs(v[k]) <= limit)) return f;
+    f.kind = Form::affine;
+    f.a = v[0];
+    (rows > 1 ? f.p : f.q) = step;
+    return f;
+}
+
+std::vector<std::vector<float>> Classifier::bias_by_distance(int64_t nb, int64_t fh) const {
+    const int64_t Sq = full_[2], Sk = full_[3], distances = Sq + Sk - 1;
+    const int w = 2 * kOnes;
+    // The bias's form per slice, from its leaves' entries and its ops: elementwise ops of
+    // functions of j - i are one; Add, Sub, Neg and Cast of exact integer affine forms stay
+    // affine (a + p*i + q*j, a function of j - i where q = -p) while every value they take is
+    // exact in their dtype; comparisons of two such forms whose difference is a function of
+    // j - i are one (j <= i).
+    auto affine_or_integer = [](const Form& f, Form* r) {
+        if (f.kind == Form::affine) {
+            *r = f;
+            return true;
+        }
+        if (f.kind != Form::constant || !exact(f.value) || f.value.nan || f.value.lo != std::trunc(f.value.lo)) return false;
+        *r = Form{Form::affine, {}, f.value.lo, 0, 0};
+        return true;
+    };
+    for (int64_t x = 0; x < nb; ++x)
+        for (int64_t y = 0; y < fh; ++y) {
+            std::vector<Form> forms(syms_.size());
+            std::map<int, Form> leaf_forms;
+            auto form_of = [&](int a) -> Form {
+                if (a >= 0) return forms[static_cast<size_t>(a)];
+                auto [it, fresh] = leaf_forms.try_emplace(a);
+                if (fresh) it->second = leaf_form(leaves_[static_cast<size_t>(-a - 1)], w, x, y);
+                return it->second;
+            };
+            if (bias_ < 0) {
+                if (!by_distance(form_of(bias_))) return {};
+                continue;
+            }
+            for (size_t k = 0; k <= static_cast<size_t>(bias_); ++k) {
+                if (!bias_reads_[k]) continue;
+                const SymNode& n = syms_[k];
+                std::vector<Form> in;
+                for (int a : n.args) in.push_back(form_of(a));
+                Form& r = forms[k];
+                if (std::all_of(in.begin(), in.end(), [](const Form& f) { return f.kind == Form::constant; })) {
+                    std::vector<Iv> v;
+                    for (const Form& f : in) v.push_back(f.value);
+                    r.kind = Form::constant;
+                    r.value = n.table >= 0 ? lookup(tables_[static_cast<size_t>(n.table)], v[0], y)
+                                           : apply(n.op, n.dtype, v.data(), v.size());
+                    continue;
+                }
+                if (view_op(n.op)) {
+                    r = in[0];
+                    continue;
+                }
+                Form u, v;
+                const bool linear = n.table < 0 && (n.op == Op::Add || n.op == Op::Sub || n.op == Op::Neg || n.op == Op::Cast);
+                if (linear && affine_or_integer(in[0], &u) && (in.size() == 1 || affine_or_integer(in[1], &v))) {
+                    const double sign = n.op == Op::Sub ? -1 : 1;
+                    if (n.op == Op::Neg) r = Form{Form::affine, {}, -u.a, -u.p, -u.q};
+                    else if (n.op == Op::Cast) r = u;
+                    else r = Form{Form::affine, {}, u.a + sign * v.a, u.p + sign * v.p, u.q + sign * v.q};
+                    // Bounds every value a + p*i + q*j and every term of it.
+                    const double most = std::abs(r.a) + std::abs(r.p) * double(Sq - 1) + std::abs(r.q) * double(Sk - 1);
+                    if (most <= exact_integers(n.dtype)) continue;
+                }
+                r = Form{};
+                // A comparison of exact affine forms is one of their difference.
+                const bool compare = n.op == Op::Less || n.op == Op::LessOrEqual || n.op == Op::Greater ||
+                                     n.op == Op::GreaterOrEqual || n.op == Op::Equal;
+                if (compare && affine_or_integer(in[0], &u) && affine_or_integer(in[1], &v) && u.p - v.p == v.q - u.q)
+                    r.kind = Form::diagonal;
+                if (std::all_of(in.begin(), in.end(), by_distance)) r.kind = Form::diagonal;
+            }
+            if (!by_distance(forms[static_cast<size_t>(bias_)])) return {};
+        }
+    // Each distance at its first entry (max(0, -d), max(0, -d) + d), as eval_block evaluates it;
+    // the ops that do not vary over heads once per batch slice.
+    std::vector<std::vector<float>> r(static_cast<size_t>(nb * fh), std::vector<float>(static_cast<size_t>(distances)));
+    std::vector<std::vector<Iv>> block;
+    auto diagonal = [&](auto f) {
+        for (int64_t e = 0; e < distances; ++e) {
+            const int64_t d = e - (Sq - 1), i = std::max<int64_t>(0, -d);
+            f(e, i, i + d);
+        }
+    };
+    for (int64_t x = 0; x < nb; ++x)
+        for (int64_t y = 0; y < fh; ++y) {
+            std::vector<float>& out = r[static_cast<size_t>(x * fh + y)];
+            if (bias_ >= 0) eval_entries(block, w, x, y, distances, diagonal, bias_, y > 0);
+            for (int64_t e = 0; e < distances; ++e) {
+                const int64_t d = e - (Sq - 1), i = std::max<int64_t>(0, -d);
+                const Iv v = bias_ >= 0 ? block[static_cast<size_t>(bias_)][static_cast<size_t>(e)]
+                                        : leaf_at(leaves_[static_cast<size_t>(-bias_ - 1)], w, x, y, i, i + d);
+                if (!exact(v)) return {};
+                out[static_cast<size_t>(e)] = static_cast<float>(value(v));
+            }
+        }
+    return r;
 }
 
 // No leaf varies over batch in the worlds the pattern reads (the padding input's
@@ -573,13 +741,41 @@ std::string Classifier::materialise_bias(const std::vector<PatternTiles>& patter
             for (int32_t c = 0; c < p.row_count[static_cast<size_t>(ti)]; ++c, ++listed)
                 state[q * static_cast<size_t>(tiles) + static_cast<size_t>(ti * tile_cols_ + p.cols[listed])] = p.bitmap[listed];
     }
-    // Tile by tile, the heads inner: the ops that do not vary over heads are evaluated once per
-    // tile; tile rows on every core.
+    // A bias of j - i alone is read from its values per distance; any other is evaluated tile by
+    // tile, the heads inner: the ops that do not vary over heads once per tile. Tile rows on every core.
     find_heads();
+    const std::vector<std::vector<float>> distance = bias_by_distance(nb, fh);
+    r.bias_by_distance = !distance.empty();
     std::vector<std::string> why(static_cast<size_t>(nb * tile_rows_));
     std::vector<char> nonzero(static_cast<size_t>(nb * tile_rows_), 0);
     parallel_for(static_cast<size_t>(nb * tile_rows_), [&](size_t task) {
         const int64_t x = static_cast<int64_t>(task) / tile_rows_, ti = static_cast<int64_t>(task) % tile_rows_;
+        if (!distance.empty()) {
+            bool any = false;
+            for (int64_t tj = 0; tj < tile_cols_; ++tj) {
+                const int64_t i0 = ti * kTile, i1 = std::min(Sq, i0 + kTile), j0 = tj * kTile, j1 = std::min(Sk, j0 + kTile);
+                for (int64_t y = 0; y < fh; ++y) {
+                    const size_t q = static_cast<size_t>(x * fh + y);
+                    const int32_t b = state[q * static_cast<size_t>(tiles) + static_cast<size_t>(ti * tile_cols_ + tj)];
+                    if (b == -2) continue;
+                    const uint64_t* words = b >= 0 ? patterns[q].words.data() + b * kWords : nullptr;
+                    float* out = bias + static_cast<int64_t>(q) * plane;
+                    for (int64_t i = i0; i < i1; ++i) {
+                        const float* at = distance[q].data() + (Sq - 1 - i);  // at[j]: distance j - i
+                        float* row = out + i * Sk;
+                        const int64_t ri = i - i0;
+                        for (int64_t j = j0; j < j1; ++j) {
+                            const int64_t rj = j - j0;
+                            if (words && !((words[(ri / 8) * (kTile / 8) + rj / 8] >> ((ri % 8) * 8 + rj % 8)) & 1)) continue;
+                            row[j] = at[j];
+                            any = any || at[j] != 0;
+                        }
+                    }
+                }
+            }
+            nonzero[task] = any;
+            return;
+        }
         std::vector<std::vector<Iv>> block;
         for (int64_t tj = 0; tj < tile_cols_; ++tj) {
             const int64_t i0 = ti * kTile, i1 = std::min(Sq, i0 + kTile), j0 = tj * kTile, j1 = std::min(Sk, j0 + kTile);

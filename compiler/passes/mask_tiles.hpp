@@ -25,7 +25,12 @@
 // [Sq, Sk]) read through Transpose(perm 2,0,1) is an elementwise lookup per head,
 // its bounds per tile the table's over the tile's bucket range; the bias is
 // then evaluated at every kept entry (the kernels read it densely), the ops that
-// do not vary over heads once per entry.
+// do not vary over heads once per entry. A bias proven a function of j - i alone
+// in every [batch, head] slice (its leaves equal along every diagonal, constant,
+// or exact integer progressions over i or j; Add, Sub, Neg and Cast keeping
+// a + p*i + q*j exact; any elementwise op or lookup of functions of j - i) is
+// evaluated once per distance (Sq + Sk - 1 values, each at its first entry, with
+// the same ops) and read at entry (i, j) as value[j - i + Sq - 1].
 //
 // A padding input [B, Sk] (`input`) may enter the expression only through
 // values of shape [B|1, 1, 1, Sk] whose entry (b, j) is their all-ones value
@@ -46,6 +51,7 @@ struct MaskTiles {
     std::shared_ptr<const SparseMask> keep;  // the pattern, 64 x 64 tiles, [1|B, 1|H]; null: keeps every entry
     std::shared_ptr<const Tensor> bias;      // f32 [1|B, 1|H, Sq, Sk]: added at kept entries (0 elsewhere); null: none
     bool padding = false;                    // `input` is a key padding mask
+    bool bias_by_distance = false;           // the bias is a function of j - i, evaluated once per distance
     std::string why_not;                     // non-empty: the mask cannot be expressed, and why
     std::string unsupported;                 // non-empty: a form this classifier does not take (why); nothing else is set
 };

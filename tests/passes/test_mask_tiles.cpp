@@ -4,6 +4,8 @@
 // global, padding and bidirectional masks computed from Range, and for additive
 // position biases (T5's bucketed relative positions gathered from a table, with
 // padding, causal and -inf entries), at sizes that are no multiple of the tile;
+// a bias of j - i alone is evaluated once per distance, one that also varies
+// with i or j alone entry by entry, both bit for bit as the entries' reference;
 // forms it must not take fall back or are refused.
 #include "interp/interpreter.hpp"
 #include "onnx/import.hpp"
@@ -48,7 +50,7 @@ double bias_at(const passes::MaskMeaning& m, int64_t b, int64_t h, int64_t i, in
 }
 
 struct Verdict {
-    int blocks = 0, by_tiles = 0, refused = 0;
+    int blocks = 0, by_tiles = 0, refused = 0, by_distance = 0;
 };
 
 // Every attention block of g: tile by tile equals entry by entry.
@@ -66,7 +68,9 @@ Verdict compare_methods(ir::Graph g, const PassOptions& opt) {
         const passes::MaskMeaning e = passes::analyse_mask(m, *a, d, opt, passes::MaskMethod::entries);
         ++v.blocks;
         v.by_tiles += t.by_tiles;
+        v.by_distance += t.bias_by_distance;
         CHECK(!e.by_tiles);
+        CHECK(!e.bias_by_distance);
         CHECK(t.why_not.empty() == e.why_not.empty());
         if (!e.why_not.empty()) {
             ++v.refused;
@@ -155,6 +159,7 @@ TEST_CASE("tile classification equals entry evaluation on every zoo model", "[cp
             CHECK(v.blocks == 2);
             CHECK(v.refused == 0);
             CHECK(v.by_tiles == 2);
+            CHECK(v.by_distance == (name.rfind("t5", 0) == 0 ? 2 : 0));  // T5's bucketed relative positions
         }
         ++models;
     }
@@ -377,7 +382,7 @@ TEST_CASE("additive position biases are classified tile by tile as evaluated ent
     struct Family {
         const char* name;
         std::function<void(test::OnnxBuilder&)> combine;
-        bool padding, masked;
+        bool padding, masked, by_distance;
     };
     const double inf = std::numeric_limits<double>::infinity();
     const std::vector<Family> families = {
@@ -387,21 +392,21 @@ TEST_CASE("additive position biases are classified tile by tile as evaluated ent
              b.node("Where", {"pad_keys", "rel_bias", "lowest"}, {"add"});
              b.node("Add", {"s", "add"}, {"masked"});
          },
-         true, false},
+         true, false, true},
         {"T5's log-spaced buckets: s + Where(valid key, position bias, lowest)",
          [](test::OnnxBuilder& b) {
              t5_position_bias(b);
              b.node("Where", {"pad_keys", "rel_bias", "lowest"}, {"add"});
              b.node("Add", {"s", "add"}, {"masked"});
          },
-         true, false},
+         true, false, true},
         {"T5, one head, the bias first: Where(valid key, position bias, lowest) + s",
          [](test::OnnxBuilder& b) {
              position_bias(b, 1, 2.0);
              b.node("Where", {"pad_keys", "rel_bias", "lowest"}, {"add"});
              b.node("Add", {"add", "s"}, {"masked"});
          },
-         true, false},
+         true, false, true},
         {"T5 before transformers 5: s + (position bias + (1 - pad) * lowest)",
          [](test::OnnxBuilder& b) {
              position_bias(b, kH, 1.5);
@@ -411,14 +416,14 @@ TEST_CASE("additive position biases are classified tile by tile as evaluated ent
              b.node("Add", {"rel_bias", "term"}, {"add"});
              b.node("Add", {"s", "add"}, {"masked"});
          },
-         true, false},
+         true, false, true},
         {"a local position bias: -inf beyond 3 positions (a band), with padding",
          [&](test::OnnxBuilder& b) {
              position_bias(b, kH, -inf);
              b.node("Where", {"pad_keys", "rel_bias", "neg_inf"}, {"add"});
              b.node("Add", {"s", "add"}, {"masked"});
          },
-         true, true},
+         true, true, true},
         {"a position bias on a causal mask: s + Where(j <= i, bias, -inf)",
          [](test::OnnxBuilder& b) {
              position_bias(b, kH, 0.75);
@@ -426,20 +431,58 @@ TEST_CASE("additive position biases are classified tile by tile as evaluated ent
              b.node("Where", {"causal", "rel_bias", "neg_inf"}, {"add"});
              b.node("Add", {"s", "add"}, {"masked"});
          },
-         false, true},
+         false, true, true},
         {"a linear bias from the indices: s + float(i - j)",
          [](test::OnnxBuilder& b) {
              b.node("Sub", {"ri", "cj"}, {"diff"});
              test::set_attr(b.node("Cast", {"diff"}, {"bias"}), "to", int64_t{1});
              b.node("Add", {"s", "bias"}, {"masked"});
          },
-         false, false},
+         false, false, true},
         {"a bias masking far keys by -2e4 (finite), from the table",
          [](test::OnnxBuilder& b) {
              position_bias(b, kH, -2e4);
              b.node("Add", {"s", "rel_bias"}, {"masked"});
          },
-         false, true},
+         false, true, true},
+        {"a position bias on a band of keys computed from the indices: s + Where(|j - 3 - i| <= 9, bias, -inf)",
+         [](test::OnnxBuilder& b) {
+             position_bias(b, kH, 0.5);
+             b.node("Sub", {"cj", "three"}, {"cj3"});
+             b.node("Sub", {"cj3", "ri"}, {"rel3"});
+             b.node("Abs", {"rel3"}, {"dist3"});
+             b.initializer("nine", scalar_i64(9));
+             b.node("LessOrEqual", {"dist3", "nine"}, {"band"});
+             b.node("Where", {"band", "rel_bias", "neg_inf"}, {"add"});
+             b.node("Add", {"s", "add"}, {"masked"});
+         },
+         false, true, true},
+        // Not functions of j - i: evaluated entry by entry.
+        {"a position bias plus the query's index: s + (position bias + float(i))",
+         [](test::OnnxBuilder& b) {
+             position_bias(b, kH, -0.5);
+             test::set_attr(b.node("Cast", {"ri"}, {"rif"}), "to", int64_t{1});
+             b.node("Add", {"rel_bias", "rif"}, {"add"});
+             b.node("Add", {"s", "add"}, {"masked"});
+         },
+         false, false, false},
+        {"T5's buckets on the first rows only: s + Where(i < 2 or j < 2, position bias, 0)",
+         [](test::OnnxBuilder& b) {
+             t5_position_bias(b);
+             b.node("Less", {"ri", "two"}, {"gr"});
+             b.node("Less", {"cj", "two"}, {"gc"});
+             b.node("Or", {"gr", "gc"}, {"global"});
+             b.node("Where", {"global", "rel_bias", "zero"}, {"add"});
+             b.node("Add", {"s", "add"}, {"masked"});
+         },
+         false, false, false},
+        {"a linear bias of i + j: s + float(i + j)",
+         [](test::OnnxBuilder& b) {
+             b.node("Add", {"ri", "cj"}, {"sum"});
+             test::set_attr(b.node("Cast", {"sum"}, {"bias"}), "to", int64_t{1});
+             b.node("Add", {"s", "bias"}, {"masked"});
+         },
+         false, false, false},
     };
     // fold_limit 64: the bias stays a Gather of the table (a lookup per tile); the default
     // folds it into a constant [1, H, S, S] at these sizes.
@@ -454,6 +497,7 @@ TEST_CASE("additive position biases are classified tile by tile as evaluated ent
                 CHECK(v.blocks == 1);
                 CHECK(v.by_tiles == 1);
                 CHECK(v.refused == 0);
+                CHECK(v.by_distance == int(f.by_distance));
                 passes::Matcher m(g);
                 for (const ir::Node& n : g.nodes)
                     if (n.op == ir::Op::Softmax) {
