@@ -29,6 +29,31 @@ const char* template_of(fusion::SegmentKind k) {
     return "";
 }
 
+// The sweep's report (SearchOptions::sweep): a line per kernel and how close stage 2 came,
+// over the kernels' occurrences × time.
+void log_sweep(const fusion::SearchResult& r, int asked) {
+    double stage2 = 0, best = 0, worst = 1;
+    for (size_t i = 0; i < r.sweep.size(); ++i) {
+        const fusion::SweepRecord& w = r.sweep[i];
+        stage2 += w.occurrences * w.stage2_us;
+        best += w.occurrences * w.best_us;
+        worst = std::max(worst, w.stage2_us / w.best_us);
+        spdlog::info(
+            "tuning sweep {}/{}: {} '{}' (x{}): {} configs; stage 2 {:.2f} us ({}, {} of them timed), sweep {:.2f} us "
+            "({}): stage 2 / sweep {:.3f}",
+            i + 1, r.sweep.size(), template_of(w.kind), w.node, w.occurrences, w.space, w.stage2_us, w.stage2.str(),
+            w.stage2_samples, w.best_us, w.best.str(), w.stage2_us / w.best_us);
+    }
+    if (r.sweep.empty()) {
+        spdlog::warn("tuning sweep: no kernel to sweep (--tune-sweep {}: stage 2 tuned none)", asked);
+        return;
+    }
+    spdlog::info(
+        "tuning sweep: stage 2 within {:.2f} % of the sweep on the {} most expensive segments (occurrences x time: stage 2 "
+        "{:.2f} us, sweep {:.2f} us; the furthest segment {:.2f} %)",
+        100 * (stage2 / best - 1), r.sweep.size(), stage2, best, 100 * (worst - 1));
+}
+
 // The plan's record of the fusion plan: per segment its template, config, where its
 // time came from ("rule" when the search never timed it) and the moves that formed it.
 std::vector<plan::SegmentInfo> segment_infos(const ir::Graph& g, const fusion::SearchResult& r, const fusion::Evaluator& ev) {
@@ -50,6 +75,14 @@ std::vector<plan::SegmentInfo> segment_infos(const ir::Graph& g, const fusion::S
             if (m.taken && std::count(m.made.begin(), m.made.end(), sig))
                 info.moves += (info.moves.empty() ? "" : "; ") + m.describe;
         for (int n : s.nodes) info.nodes += (info.nodes.empty() ? "" : ",") + g.nodes[static_cast<size_t>(n)].name;
+        for (const fusion::SweepRecord& w : r.sweep)
+            if (w.signature == sig) {
+                info.sweep_space = static_cast<uint32_t>(w.space);
+                info.stage2_us = static_cast<float>(w.stage2_us);
+                info.stage2_config = w.stage2.str();
+                info.sweep_us = static_cast<float>(w.best_us);
+                info.sweep_config = w.best.str();
+            }
         out.push_back(std::move(info));
     }
     return out;
@@ -79,6 +112,7 @@ plan::Plan compile_model(ir::Graph& g, CompileOptions opt) {
         found.moves.size(), found.kernels.size(), found.evaluations, ev.source(), found.initial_us,
         std::isnan(found.stage1_us) ? std::string("not timed") : fmt::format("{:.1f} us", found.stage1_us), found.final_us,
         found.kept ? "" : " (slower: the initial scheme is kept)");
+    if (opt.search.sweep > 0) log_sweep(found, opt.search.sweep);
     if (found.budget_spent)
         spdlog::warn(
             "fusion search: the time budget ({:.0f} s, --tune-budget, {:.1f} s of it kept for each whole-plan timing) "

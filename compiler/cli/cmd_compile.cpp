@@ -29,6 +29,7 @@ namespace {
 struct CompileArgs {
     std::string model, output, precision = "fp32", arch, cache_dir, dump_after, attention_kernel = "auto", tune;
     double tune_budget = 0;
+    int tune_sweep = 0;
     std::vector<std::string> shapes;
     std::vector<std::string> masks;
     bool offline = false;
@@ -54,6 +55,10 @@ std::string device_arch(std::string* why) {
 
 void run_compile(const CompileArgs& a) {
     const auto t0 = std::chrono::steady_clock::now();
+    STOF_CHECK(a.tune_sweep >= 0, "--tune-sweep {}: give the number of segments to sweep (1 or more)", a.tune_sweep);
+    STOF_CHECK(a.tune_sweep == 0 || a.tune == "full",
+               "--tune-sweep needs --tune full (it measures the full search's stage 2); the tuning here is {}",
+               a.tune.empty() ? std::string("the default (--tune fast with a GPU, off without)") : "--tune " + a.tune);
     std::string arch = a.arch;
     // Tuning measures on the GPU present, so it needs one and plans for it.
     std::string no_tuning;
@@ -121,6 +126,7 @@ void run_compile(const CompileArgs& a) {
         opt.search.stage2_batch = full ? 32 : 12;
         opt.search.stage2_max_rounds = full ? 12 : 3;
         opt.search.time_stage1 = full;
+        opt.search.sweep = a.tune_sweep;
         tune::GpuEvaluatorOptions eo;
         eo.lower = opt.lower;
         eo.cache_dir = a.cache_dir.empty() ? codegen::default_cache_dir() : a.cache_dir;
@@ -214,6 +220,11 @@ void add_compile_command(CLI::App& app) {
     cmd->add_option("--tune-budget", args->tune_budget,
                     "Seconds all of tuning may take, its whole-plan timings included: the stages stop early enough to "
                     "leave the final check the time the initial plan's timing took (default: fast 60, full 600)");
+    cmd->add_option("--tune-sweep", args->tune_sweep,
+                    "With --tune full: after stage 2, time every configuration of the N segments that take the most "
+                    "time (occurrences x time) and report stage 2's choice against the fastest (the plan keeps stage 2's; "
+                    "not bounded by --tune-budget)")
+        ->type_name("N");
     cmd->add_option("--dump-after", args->dump_after,
                     "Print the IR after pass NAME, the fusion plan with 'partition', or everything with 'all'");
     add_max_memory_option(cmd);

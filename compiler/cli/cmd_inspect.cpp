@@ -225,6 +225,10 @@ nlohmann::json to_json(const plan::Plan& p) {
         json e = {{"kind", s.kind}, {"template", s.templ}, {"config", s.config}, {"source", s.source}, {"nodes", s.nodes}};
         e["time_us"] = s.time_us >= 0 ? json(s.time_us) : json(nullptr);
         e["moves"] = s.moves;
+        if (s.sweep_space > 0)
+            e["sweep"] = {{"space", s.sweep_space},           {"best_us", s.sweep_us},
+                          {"config", s.sweep_config},         {"stage2_us", s.stage2_us},
+                          {"stage2_config", s.stage2_config}, {"stage2_over_sweep", s.stage2_us / s.sweep_us}};
         segments.push_back(e);
     }
     j["segments"] = segments;
@@ -316,6 +320,9 @@ void print_body(std::string& out, const plan::Plan& p) {
         fmt::format_to(o, "  {:>4}  {:<12} {:<16} {:<22} {:<8} {:>10}  [{}]{}\n", i, s.kind, s.templ, s.config, s.source,
                        s.time_us >= 0 ? fmt::format("{:.2f} us", s.time_us) : "-", s.nodes,
                        s.moves.empty() ? "" : "\n        by " + s.moves);
+        if (s.sweep_space > 0)
+            fmt::format_to(o, "        sweep of {} configs: best {:.2f} us ({}); stage 2 {:.2f} us ({}): {:.3f}x\n",
+                           s.sweep_space, s.sweep_us, s.sweep_config, s.stage2_us, s.stage2_config, s.stage2_us / s.sweep_us);
     }
     fmt::format_to(o, "steps: {}\n", p.steps.size());
     for (size_t i = 0; i < p.steps.size(); ++i) {

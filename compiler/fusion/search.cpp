@@ -96,6 +96,7 @@ public:
         else r.stage1_us = std::numeric_limits<double>::quiet_NaN();
         if (opt_.stage1 && opt_.time_stage1) --whole_plans_left_;
         if (opt_.stage2 && !out_of_time()) stage2(r);
+        if (opt_.sweep > 0) sweep(r);
         report("final check", 0, 1, r.initial_us - (std::isnan(r.stage1_us) ? r.initial_us : r.stage1_us));
         r.final_us = ev_.plan(g_, r.plan).us;
         report("final check", 1, 1, r.initial_us - std::min(r.initial_us, r.final_us));
@@ -120,9 +121,9 @@ private:
     void say(const std::string& s) const {
         if (opt_.progress) opt_.progress(s);
     }
-    void report(const char* stage, int index, int count, double gain_us) const {
+    void report(const char* stage, int index, int count, double gain_us, int configs = 0, int space = 0) const {
         if (!opt_.on_progress) return;
-        opt_.on_progress({stage, index, count, evaluations_, gain_us, now() - start_,
+        opt_.on_progress({stage, index, count, configs, space, evaluations_, gain_us, now() - start_,
                           std::strcmp(stage, "final check") == 0 ? 0.0 : reserve_s()});
     }
     double now() const {
@@ -351,6 +352,60 @@ private:
         for (Kernel& k : ks) {
             for (size_t i : k.at) r.plan.segments[i].config = k.best;
             r.kernels.push_back({k.signature, static_cast<int>(k.at.size()), k.samples, k.best, k.default_us, k.best_us});
+        }
+    }
+
+    // Every config of the opt_.sweep kernels of stage 2 with the largest occurrences × best
+    // time, timed through time_of (stage 2's times reused); the plan keeps stage 2's configs.
+    void sweep(SearchResult& r) {
+        std::vector<const SegmentRecord*> order;
+        for (const SegmentRecord& k : r.kernels)
+            if (std::isfinite(k.best_us)) order.push_back(&k);
+        std::stable_sort(order.begin(), order.end(), [](const SegmentRecord* a, const SegmentRecord* b) {
+            return a->occurrences * a->best_us > b->occurrences * b->best_us;
+        });
+        if (order.size() > static_cast<size_t>(opt_.sweep)) order.resize(static_cast<size_t>(opt_.sweep));
+        say(fmt::format("sweep: every config of the {} costliest of {} tuned kernels", order.size(), r.kernels.size()));
+        double gain = gain1_;
+        for (const SegmentRecord& k : r.kernels)
+            if (std::isfinite(k.default_us) && std::isfinite(k.best_us)) gain += k.occurrences * (k.default_us - k.best_us);
+        const int n = static_cast<int>(order.size());
+        for (int i = 0; i < n; ++i) {
+            const SegmentRecord& k = *order[static_cast<size_t>(i)];
+            const auto at = std::find_if(r.plan.segments.begin(), r.plan.segments.end(),
+                                         [&](const Segment& s) { return segment_signature(g_, s) == k.signature; });
+            if (at == r.plan.segments.end()) continue;  // stage 2's kernels are the plan's
+            const std::vector<Config> space = config_space(g_, *at);
+            std::vector<Segment> todo;
+            for (const Config& c : space) {
+                Segment s = *at;
+                s.config = c;
+                todo.push_back(s);
+            }
+            ev_.prefetch(g_, r.plan, todo);
+            SweepRecord w;
+            w.signature = k.signature;
+            w.kind = at->kind;
+            w.node = g_.nodes[static_cast<size_t>(at->nodes.front())].name;
+            w.occurrences = k.occurrences;
+            w.space = static_cast<int>(space.size());
+            w.stage2_samples = k.samples;
+            w.stage2 = w.best = k.best;
+            w.stage2_us = w.best_us = k.best_us;
+            const int before = evaluations_;
+            for (size_t c = 0; c < todo.size(); ++c) {
+                report("sweep", i + 1, n, gain, static_cast<int>(c), w.space);
+                const double us = time_of(r.plan, todo[c]).us;
+                if (us < w.best_us) {
+                    w.best_us = us;
+                    w.best = todo[c].config;
+                }
+            }
+            report("sweep", i + 1, n, gain, w.space, w.space);
+            say(fmt::format("sweep {}/{}: {} at '{}' (x{}): {} configs ({} new), best {:.2f} us ({}), stage 2 {:.2f} us ({})",
+                            i + 1, n, segment_kind_name(w.kind), w.node, w.occurrences, w.space, evaluations_ - before,
+                            w.best_us, w.best.str(), w.stage2_us, w.stage2.str()));
+            r.sweep.push_back(std::move(w));
         }
     }
 

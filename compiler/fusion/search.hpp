@@ -65,12 +65,13 @@ public:
 
 // Where the search is, for progress displays.
 struct SearchProgress {
-    const char* stage = "";    // "stage 1" (boundaries), "stage 2" (parameters), "final check"
-    int index = 0, count = 0;  // step of the stage: move groups (stage 1) or samples (stage 2, planned)
-    int evaluations = 0;       // segments timed so far
-    double gain_us = 0;        // time saved so far against the initial scheme (per the evaluator)
-    double elapsed_s = 0;      // since the search began
-    double reserve_s = 0;      // of the budget, kept for the whole-plan timings still to come
+    const char* stage = "";      // "stage 1" (boundaries), "stage 2" (parameters), "sweep", "final check"
+    int index = 0, count = 0;    // step of the stage: move groups (stage 1), samples (stage 2, planned), kernels (sweep)
+    int configs = 0, space = 0;  // sweep: configs of the kernel timed so far, of its space
+    int evaluations = 0;         // segments timed so far
+    double gain_us = 0;          // time saved so far against the initial scheme (per the evaluator)
+    double elapsed_s = 0;        // since the search began
+    double reserve_s = 0;        // of the budget, kept for the whole-plan timings still to come
 };
 
 struct SearchOptions {
@@ -83,6 +84,7 @@ struct SearchOptions {
     // by the evaluator replaces it.
     double budget_s = std::numeric_limits<double>::infinity();
     bool time_stage1 = true;  // time the whole plan after stage 1 too (a report; the final check needs only the others)
+    int sweep = 0;            // after stage 2, time every config of this many of its costliest kernels (a report)
     unsigned seed = 1;
     std::function<void(const std::string&)> progress;  // one line per step of the search
     std::function<void(const SearchProgress&)> on_progress;
@@ -108,11 +110,23 @@ struct SegmentRecord {  // stage 2, per kernel signature
     double default_us = 0, best_us = 0;
 };
 
+struct SweepRecord {  // one kernel signature of the sweep
+    std::string signature;
+    SegmentKind kind = SegmentKind::elementwise;
+    std::string node;  // its first node's name, where it first occurs
+    int occurrences = 0;
+    int space = 0;           // configs in its space, every one timed
+    int stage2_samples = 0;  // of them timed by stage 2 (the sweep reuses those times)
+    Config stage2, best;     // stage 2's choice; the fastest config (stage 2's on a tie)
+    double stage2_us = 0, best_us = 0;
+};
+
 struct SearchResult {
     FusionPlan plan;
     Choices choices;
     std::vector<MoveRecord> moves;
     std::vector<SegmentRecord> kernels;
+    std::vector<SweepRecord> sweep;                      // SearchOptions::sweep's kernels, costliest first
     double initial_us = 0, stage1_us = 0, final_us = 0;  // whole plan, per the evaluator (stage1_us NaN: not timed)
     bool kept = true;                                    // false: the final check kept the initial scheme
     int evaluations = 0;

@@ -61,6 +61,11 @@ std::string encode_segments(const Plan& p) {
         e.f32(s.time_us);
         e.str(s.moves);
         e.str(s.nodes);
+        e.u32(s.sweep_space);
+        e.f32(s.stage2_us);
+        e.str(s.stage2_config);
+        e.f32(s.sweep_us);
+        e.str(s.sweep_config);
     }
     return std::move(e.bytes);
 }

@@ -12,9 +12,10 @@ namespace stof::tune {
 ProgressLine::ProgressLine(std::FILE* out, double budget_s) : out_(out), tty_(isatty(fileno(out)) != 0), budget_s_(budget_s) {}
 
 std::string ProgressLine::line(const fusion::SearchProgress& p) const {
-    std::string s = fmt::format("tuning {}: {}/{}, {} segments timed, {:.1f} us saved, {:.1f} s", p.stage, p.index, p.count,
-                                p.evaluations, p.gain_us, p.elapsed_s);
-    if (p.index > 0 && p.index < p.count) {
+    std::string s = fmt::format("tuning {}: {}/{}{}, {} segments timed, {:.1f} us saved, {:.1f} s", p.stage, p.index, p.count,
+                                p.space > 0 ? fmt::format(" ({}/{} configs)", p.configs, p.space) : "", p.evaluations,
+                                p.gain_us, p.elapsed_s);
+    if (p.index > 0 && p.index < p.count && p.space == 0) {
         double left = p.elapsed_s / p.index * (p.count - p.index);
         if (std::isfinite(budget_s_)) left = std::min(left, std::max(0.0, budget_s_ - p.reserve_s - p.elapsed_s));
         s += fmt::format(", ~{:.0f} s left", left);
@@ -28,6 +29,10 @@ void ProgressLine::operator()(const fusion::SearchProgress& p) {
     stage_ = p.stage;
     last_ = p;
     pending_ = true;
+    if (!tty_ && p.space > 0 && p.configs == p.space) {  // a line per kernel of the sweep
+        std::fprintf(out_, "%s\n", line(p).c_str());
+        pending_ = false;
+    }
     if (tty_) {
         const std::string s = line(p);
         std::fprintf(out_, "\r%s%s", s.c_str(), std::string(width_ > s.size() ? width_ - s.size() : 0, ' ').c_str());

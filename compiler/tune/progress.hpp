@@ -1,7 +1,8 @@
 // The tuning progress display: on a terminal one line rewritten in place (stage,
 // step i/n, segments measured, gain so far, elapsed and estimated time left, and the
-// part of the budget kept for the whole-plan timings to come); else one line per
-// stage, when the stage ends.
+// part of the budget kept for the whole-plan timings to come; in the sweep, the
+// kernel's configs timed so far); else one line per stage, when the stage ends, and
+// one per kernel of the sweep.
 #pragma once
 
 #include "fusion/search.hpp"

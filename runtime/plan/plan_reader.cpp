@@ -124,7 +124,7 @@ Meta decode_meta(Cursor& c) {
 }
 
 void decode_segments(Cursor& c, Plan& p) {
-    const uint32_t n = c.count(28, "segment count");
+    const uint32_t n = c.count(48, "segment count");
     p.segments.resize(n);
     for (uint32_t i = 0; i < n; ++i) {
         SegmentInfo& s = p.segments[i];
@@ -137,6 +137,11 @@ void decode_segments(Cursor& c, Plan& p) {
         s.time_us = c.f32("time");
         s.moves = c.str("moves");
         s.nodes = c.str("nodes");
+        s.sweep_space = c.u32("sweep_space");
+        s.stage2_us = c.f32("stage2_us");
+        s.stage2_config = c.str("stage2_config");
+        s.sweep_us = c.f32("sweep_us");
+        s.sweep_config = c.str("sweep_config");
     }
 }
 

@@ -1,12 +1,18 @@
 // The fusion search on a deterministic cost oracle in place of the GPU: each move
-// kind taken and rolled back, the reward sampler's allocation, the final check.
+// kind taken and rolled back, the reward sampler's allocation, the final check, the
+// sweep of the costliest kernels (--tune-sweep) and its report in the plan.
+#include "compile.hpp"
 #include "fusion/cost_model.hpp"
 #include "fusion/search.hpp"
 #include "onnx/import.hpp"
 #include "onnx_builder.hpp"
 #include "pipeline.hpp"
+#include "plan/plan_writer.hpp"
 #include "stof/npy.hpp"
 #include "test_util.hpp"
+#include "tool_run.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -22,18 +28,25 @@ using fusion::SegmentKind;
 
 namespace {
 
-// Times from a function of the segment: what the GPU would measure.
+// Times from a function of the segment: what the GPU would measure. A whole plan takes
+// the sum of its segments' times.
 class Oracle final : public fusion::Evaluator {
 public:
     explicit Oracle(std::function<double(const ir::Graph&, const Segment&)> f) : f_(std::move(f)) {}
     fusion::Timing segment(const ir::Graph& g, const fusion::FusionPlan&, const Segment& s) override {
-        ++calls;
-        return {s.kind == SegmentKind::view ? 0.0 : f_(g, s), 0};
+        ++timed[fusion::segment_signature(g, s) + "#" + s.config.str()];
+        return {time(g, s), 0};
     }
-    const char* source() const override { return "oracle"; }
-    int calls = 0;
+    fusion::Timing plan(const ir::Graph& g, const fusion::FusionPlan& p) override {
+        fusion::Timing t{0, 0};
+        for (const Segment& s : p.segments) t.us += time(g, s);
+        return t;
+    }
+    const char* source() const override { return "measured"; }  // as the GPU's: a plan records it
+    std::map<std::string, int> timed;                           // signature#config → how often segment() timed it
 
 private:
+    double time(const ir::Graph& g, const Segment& s) const { return s.kind == SegmentKind::view ? 0.0 : f_(g, s); }
     std::function<double(const ir::Graph&, const Segment&)> f_;
 };
 
@@ -356,4 +369,186 @@ TEST_CASE("search: the budget covers the whole-plan timings; the stages stop in 
             if (std::string(p.stage) == "stage 2") CHECK(p.reserve_s == 10);
         }
     }
+}
+
+namespace {
+
+// `exps` chains x_i → Exp → Softmax, and z → Neg: the Exp kernels are one kernel
+// signature occurring `exps` times, the Softmax (row-norm) kernels another.
+ir::Graph exp_softmax_neg(int exps) {
+    test::OnnxBuilder b;
+    for (int i = 0; i < exps; ++i) {
+        const std::string k = std::to_string(i);
+        b.input("x" + k, onnx::TensorProto::FLOAT, {256, 64});
+        b.node("Exp", {"x" + k}, {"e" + k});
+        b.node("Softmax", {"e" + k}, {"p" + k});
+        b.output("p" + k);
+    }
+    b.input("z", onnx::TensorProto::FLOAT, {256, 64});
+    b.node("Neg", {"z"}, {"n"});
+    b.output("n");
+    return pipelined(b.bytes());
+}
+
+// Each elementwise kernel has one fastest config (block 128, grid 32768, vector
+// accesses): Exp 5 us there (x4: 20 us of the plan), Neg 8 us; every other config is
+// slower by 1 us and more. Softmax takes 3 us whatever its config (x4: 12 us).
+double sweep_oracle(const ir::Graph& g, const Segment& s) {
+    if (s.kind != SegmentKind::elementwise) return 3.0;
+    const fusion::Config& c = s.config;
+    const bool fastest = c.block == 128 && c.grid == 32768 && c.vec == 1;
+    const double penalty = fastest ? 0 : 1 + 0.01 * c.block / 128 + 0.001 * c.grid / 1024 + 0.1 * c.vec;
+    return (has_op(g, s, ir::Op::Exp) ? 5.0 : 8.0) + penalty;
+}
+
+const fusion::SegmentRecord& kernel_of(const fusion::SearchResult& r, const std::string& signature) {
+    for (const fusion::SegmentRecord& k : r.kernels)
+        if (k.signature == signature) return k;
+    FAIL("no stage-2 kernel " << signature);
+    throw;
+}
+
+}  // namespace
+
+TEST_CASE("sweep: every config of the costliest kernels timed once, the true fastest found, the plan unchanged",
+          "[cpu][fusion]") {
+    const ir::Graph g = exp_softmax_neg(4);
+    const bool thorough = GENERATE(false, true);  // stage 2 times only the defaults, or samples as --tune fast does
+    INFO("stage 2 samples beyond the defaults: " << thorough);
+    fusion::SearchOptions opt;
+    opt.stage1 = false;
+    opt.stage2_first = thorough ? 4 : 1;
+    opt.stage2_batch = 8;
+    opt.stage2_max_rounds = thorough ? 2 : 0;
+    Oracle plain(sweep_oracle);
+    const fusion::SearchResult base = fusion::search(g, plain, opt);
+    opt.sweep = 2;
+    Oracle o(sweep_oracle);
+    const fusion::SearchResult r = fusion::search(g, o, opt);
+
+    // Costliest by occurrences x stage 2's time: Exp (4 x 5..7.2 us), then Softmax (4 x 3);
+    // Neg (8..10.2 us) is dearer one by one but occurs once.
+    REQUIRE(r.sweep.size() == 2);
+    CHECK(r.sweep[0].kind == SegmentKind::elementwise);
+    CHECK(r.sweep[0].signature.rfind("elementwise Exp", 0) == 0);
+    CHECK(r.sweep[0].occurrences == 4);
+    CHECK(r.sweep[1].kind == SegmentKind::rownorm);
+    CHECK(r.sweep[1].occurrences == 4);
+
+    for (const fusion::SweepRecord& w : r.sweep) {
+        INFO(w.signature);
+        const Segment* at = nullptr;
+        for (const Segment& s : r.plan.segments)
+            if (fusion::segment_signature(g, s) == w.signature) at = &s;
+        REQUIRE(at != nullptr);
+        const std::vector<fusion::Config> space = fusion::config_space(g, *at);
+        CHECK(w.space == static_cast<int>(space.size()));
+        // Every config of the space timed exactly once in the whole search (stage 2's reused).
+        double fastest = std::numeric_limits<double>::infinity();
+        for (const fusion::Config& c : space) {
+            Segment s = *at;
+            s.config = c;
+            CHECK(o.timed[w.signature + "#" + c.str()] == 1);
+            fastest = std::min(fastest, sweep_oracle(g, s));
+        }
+        int timed = 0;
+        for (const auto& [key, n] : o.timed) timed += key.rfind(w.signature + "#", 0) == 0 ? n : 0;
+        CHECK(timed == w.space);
+        CHECK(w.best_us == fastest);
+        // Stage 2's choice and time as stage 2 reported them.
+        const fusion::SegmentRecord& k = kernel_of(r, w.signature);
+        CHECK(w.stage2 == k.best);
+        CHECK(w.stage2_us == k.best_us);
+        CHECK(w.stage2_samples == k.samples);
+        CHECK(w.stage2_samples <= w.space);
+    }
+    const fusion::SweepRecord& exp = r.sweep[0];
+    CHECK(exp.best == fusion::Config{128, 0, 32768, 1});
+    CHECK(exp.best_us == 5.0);
+    if (!thorough) {  // stage 2 kept the default: 5 + 1 slower than the sweep's best
+        CHECK(exp.stage2 == fusion::Config{});
+        CHECK(exp.stage2_us == 6.0);
+        CHECK(exp.stage2_us / exp.best_us == Catch::Approx(1.2));
+    }
+    // Softmax is as fast in every config: the sweep keeps stage 2's choice.
+    CHECK(r.sweep[1].best == r.sweep[1].stage2);
+    CHECK(r.sweep[1].best_us == 3.0);
+
+    // The sweep is a report: the same plan and whole-plan times as without it.
+    REQUIRE(r.plan.segments.size() == base.plan.segments.size());
+    for (size_t i = 0; i < r.plan.segments.size(); ++i) CHECK(r.plan.segments[i].config == base.plan.segments[i].config);
+    CHECK(r.final_us == base.final_us);
+    CHECK(r.evaluations > base.evaluations);
+    CHECK(base.sweep.empty());
+}
+
+TEST_CASE("sweep: the plan records it, stofc inspect shows it, --tune-sweep needs --tune full", "[cpu][fusion]") {
+    ir::Graph g = exp_softmax_neg(2);
+    Oracle o(sweep_oracle);
+    CompileOptions opt;
+    opt.lower.arch = "sm_90";
+    opt.lower.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
+    opt.search.stage1 = false;
+    opt.search.stage2_first = 1;
+    opt.search.stage2_max_rounds = 0;
+    opt.search.sweep = 1;
+    opt.evaluator = &o;
+    const plan::Plan p = compile_model(g, opt);
+    int swept = 0;
+    for (const plan::SegmentInfo& s : p.segments) {
+        if (s.sweep_space == 0) {
+            CHECK(s.sweep_us == -1);
+            CHECK(s.sweep_config.empty());
+            continue;
+        }
+        ++swept;
+        CHECK(s.kind == "elementwise");
+        CHECK(s.sweep_space == 24);
+        CHECK(s.sweep_us == 5.0f);
+        CHECK(s.sweep_config == "block=128,grid=32768,vec=1");
+        CHECK(s.stage2_us == 6.0f);
+        CHECK(s.stage2_config == "default");
+        CHECK(s.config == s.stage2_config);  // the plan keeps stage 2's choice
+    }
+    CHECK(swept == 2);  // both Exp segments: one kernel signature
+
+    const std::string dir = test::fresh_dir("fusion/sweep");
+    plan::write_plan(p, dir + "/sweep.plan");
+    const test::ToolResult js = test::run_stofc({"inspect", "--json", dir + "/sweep.plan"});
+    INFO(js.err);
+    REQUIRE(js.rc == 0);
+    const nlohmann::json j = nlohmann::json::parse(js.out);
+    int shown = 0;
+    for (const nlohmann::json& s : j["segments"]) {
+        if (!s.contains("sweep")) continue;
+        ++shown;
+        CHECK(s["sweep"]["space"] == 24);
+        CHECK(s["sweep"]["best_us"] == 5.0);
+        CHECK(s["sweep"]["config"] == "block=128,grid=32768,vec=1");
+        CHECK(s["sweep"]["stage2_us"] == 6.0);
+        CHECK(s["sweep"]["stage2_over_sweep"].get<double>() == Catch::Approx(1.2));
+    }
+    CHECK(shown == 2);
+    const test::ToolResult text = test::run_stofc({"inspect", dir + "/sweep.plan"});
+    REQUIRE(text.rc == 0);
+    CHECK(text.out.find("sweep of 24 configs: best 5.00 us (block=128,grid=32768,vec=1); stage 2 6.00 us (default): "
+                        "1.200x") != std::string::npos);
+
+    // Without --tune full: one line, whatever the GPU.
+    const std::string model = test::source_dir() + "/models/bert-torchscript/model.onnx";
+    for (const std::vector<std::string>& tune :
+         std::vector<std::vector<std::string>>{{}, {"--tune", "fast"}, {"--tune", "off"}}) {
+        std::vector<std::string> args = {"compile", model, "-o", dir + "/x.plan", "--tune-sweep", "3"};
+        args.insert(args.end(), tune.begin(), tune.end());
+        const test::ToolResult bad = test::run_stofc(args);
+        INFO(bad.err);
+        CHECK(bad.rc == 1);
+        CHECK(bad.err.rfind("stofc: error: --tune-sweep needs --tune full", 0) == 0);
+        CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+    }
+    const test::ToolResult negative = test::run_stofc(
+        {"compile", model, "-o", dir + "/x.plan", "--tune", "full", "--tune-sweep", "-1"});
+    CHECK(negative.rc == 1);
+    CHECK(negative.err.find("--tune-sweep -1") != std::string::npos);
+    CHECK(!std::filesystem::exists(dir + "/x.plan"));
 }

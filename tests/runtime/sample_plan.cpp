@@ -187,9 +187,9 @@ Plan sample_plan(uint64_t seed) {
     Step cp = make_step(StepKind::copy, "copy", "attn_out");
     cp.copy = {attn, attn_out, 1024, 512, 1024};
     p.steps.push_back(cp);
-    p.segments = {
-        {"elementwise", "elementwise", "block=128,vec=1", "measured", 3.25f, "expand: merge 'a' into 'b'", "mul_0,add_0"},
-        {"gemm", "cublasLt", "default", "rule", -1, "", "matmul_0"}};
+    p.segments = {{"elementwise", "elementwise", "block=128,vec=1", "measured", 3.25f, "expand: merge 'a' into 'b'",
+                   "mul_0,add_0", 24, 3.25f, "block=128,vec=1", 3.0f, "block=512,vec=1"},
+                  {"gemm", "cublasLt", "default", "rule", -1, "", "matmul_0"}};
     return p;
 }
 

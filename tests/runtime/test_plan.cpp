@@ -286,6 +286,11 @@ void check_same(const plan::Plan& a, const plan::Plan& b) {
         CHECK(x.time_us == y.time_us);
         CHECK(x.moves == y.moves);
         CHECK(x.nodes == y.nodes);
+        CHECK(x.sweep_space == y.sweep_space);
+        CHECK(x.stage2_us == y.stage2_us);
+        CHECK(x.stage2_config == y.stage2_config);
+        CHECK(x.sweep_us == y.sweep_us);
+        CHECK(x.sweep_config == y.sweep_config);
     }
 }
 

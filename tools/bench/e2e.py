@@ -38,7 +38,13 @@ and markdown files are rewritten after every case. Progress lines carry the time
   tools/bench/e2e.py --stofc build/bin/stofc [--lib SO] [--grid paper|today|all] [--only REGEX]
                      [--max-autotune] [--flex-flash] [--reduce-overhead-tokens N]
                      [--compile-timeout-s S] [--budget-s S|inf] [--reps N] [--work DIR]
-                     [--stofc-arg ARG]... [--skip-peers P,...] [--json F] [--markdown F]
+                     [--stofc-arg ARG]... [--tuning-report [--sweep N]] [--skip-peers P,...]
+                     [--json F] [--markdown F]
+
+--tuning-report adds a table of what tuning cost and gave (see tuning_report); --sweep N
+compiles with `--tune full --tune-sweep N` and adds its column: how far stage 2's choices
+are from the fastest configurations of the N segments that take the most time (every
+configuration of each timed), over occurrences x time.
 """
 import argparse
 import contextlib
@@ -301,6 +307,8 @@ def run_case(c, a, stof, work, flash_reason):
         onnx_path = export(c, model, names, tuple(t_in), work)
         stage = "stofc compile"
         cmd = [a.stofc, "compile", onnx_path, "-o", work / f"{tag}.plan", "--precision", "fp16", *a.stofc_arg]
+        if a.sweep:
+            cmd += ([] if tune_arg(a.stofc_arg) else ["--tune", "full"]) + ["--tune-sweep", str(a.sweep)]
         cmd += [x for n, v in feeds.items() for x in ("--shape", f"{n}={'x'.join(map(str, v.shape))}")]
         if keep is not None:
             np.save(work / f"{tag}.mask.npy", keep)
@@ -396,6 +404,30 @@ def run_case(c, a, stof, work, flash_reason):
 
 
 WHOLE_PLAN = re.compile(r"initial scheme ([0-9.]+) us, after stage 1 (?:([0-9.]+) us|not timed), after stage 2 ([0-9.]+) us")
+SWEEP = re.compile(r"tuning sweep: stage 2 within (-?[0-9.]+) % of the sweep on the ([0-9]+) most expensive segments")
+
+
+def tune_arg(args):
+    """The --tune value among stofc compile arguments, or None."""
+    for i, x in enumerate(args):
+        if x == "--tune" and i + 1 < len(args):
+            return args[i + 1]
+        if x.startswith("--tune="):
+            return x.split("=", 1)[1]
+    return None
+
+
+def without_tuning(cmd):
+    """cmd without its --tune and --tune-sweep options (either spelling)."""
+    out, skip = [], False
+    for x in cmd:
+        if skip:
+            skip = False
+        elif x in ("--tune", "--tune-sweep"):
+            skip = True
+        elif not x.startswith(("--tune=", "--tune-sweep=")):
+            out.append(x)
+    return out
 
 
 def tuning_report(st, cmd, log_text, plan_path):
@@ -408,6 +440,9 @@ def tuning_report(st, cmd, log_text, plan_path):
         rep.update(initial_us=float(m[1]), final_us=float(m[3]))
         if m[2]:
             rep["stage1_us"] = float(m[2])
+    m = SWEEP.search(log_text)
+    if m:
+        rep.update(sweep_pct=float(m[1]), sweep_segments=int(m[2]))
     env = dict(os.environ, SOURCE_DATE_EPOCH="1700000000")
     warm = []
     for i in range(2):
@@ -418,7 +453,7 @@ def tuning_report(st, cmd, log_text, plan_path):
         warm.append(time.time() - t0)
     rep["warm_s"] = round(min(warm), 2)
     rep["warm_identical"] = Path(f"{plan_path}.warm0").read_bytes() == Path(f"{plan_path}.warm1").read_bytes()
-    c = [str(x) for x in cmd] + ["--tune", "off"]
+    c = without_tuning([str(x) for x in cmd]) + ["--tune", "off"]
     c[c.index("-o") + 1] = f"{plan_path}.off"
     t0 = time.time()
     subprocess.run(c, capture_output=True, check=True)
@@ -466,14 +501,16 @@ def markdown(rows, peers):
     tuned = [r for r in rows if "tuning" in r.get("results", {}).get("stofc", {})]
     if tuned:
         lines += ["", "| model | B | S | tuning s (cold) | recompile s (warm cache) | --tune off s | warm plans identical | "
-                  "whole plan µs: initial scheme | + stage 1 | + stage 2 | offline plan ms | offline / tuned |", "|" + "---|" * 12]
+                  "whole plan µs: initial scheme | + stage 1 | + stage 2 | stage 2 vs sweep | offline plan ms | "
+                  "offline / tuned |", "|" + "---|" * 13]
         for r in tuned:
             st = r["results"]["stofc"]
             t = st["tuning"]
             us = [f"{t[k]:.1f}" if k in t else "–" for k in ("initial_us", "stage1_us", "final_us")]
             off = t.get("offline_ms")
+            sweep = f"+{t['sweep_pct']:.1f} % ({t['sweep_segments']})" if "sweep_pct" in t else "–"
             lines.append("| " + " | ".join([r["family"], str(r["batch"]), str(r["seq"]), str(t["cold_s"]), str(t["warm_s"]),
-                                           str(t.get("offline_compile_s", "–")), "yes" if t["warm_identical"] else "NO", *us, fmt_ms(off) if off else "–",
+                                           str(t.get("offline_compile_s", "–")), "yes" if t["warm_identical"] else "NO", *us, sweep, fmt_ms(off) if off else "–",
                                            f"{off / st['ms']:.2f}×" if off and st.get("ms") else "–"]) + " |")
     return "\n".join(lines)
 
@@ -500,11 +537,18 @@ def main():
     ap.add_argument("--tuning-report", action="store_true",
                     help="per case also: a warm recompile (time, byte-identical), an offline plan's time, the search's "
                          "whole-plan times (needs a GPU to tune on: stofc's default --tune fast)")
+    ap.add_argument("--sweep", type=int, default=0, metavar="N",
+                    help="compile with --tune full --tune-sweep N: every configuration of the N costliest segments "
+                         "timed after stage 2, reported against stage 2's choices (the tuning report's sweep column)")
     ap.add_argument("--skip-peers", default="", type=lambda v: [p for p in v.split(",") if p],
                     help=f"comma-separated peers not to run ({', '.join(PEERS)})")
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     a = ap.parse_args()
+    if a.sweep < 0:
+        sys.exit(f"e2e.py: --sweep {a.sweep}: give a number of segments (1 or more)")
+    if a.sweep and tune_arg(a.stofc_arg) not in (None, "full"):
+        sys.exit(f"e2e.py: --sweep needs stofc's --tune full, but --stofc-arg gives --tune {tune_arg(a.stofc_arg)}")
     if not torch.cuda.is_available():
         sys.exit("e2e.py: no CUDA device")
     try:

@@ -166,6 +166,13 @@ struct SegmentInfo {
     float time_us = -1;  // the time they were chosen by (measured or estimated); -1: none
     std::string moves;   // the fusion moves that formed it, "; "-separated
     std::string nodes;   // its IR nodes, comma-separated
+    // stofc compile --tune-sweep: every config of the segment's kernel timed (sweep_space 0:
+    // not swept; then the other fields are -1 and empty).
+    uint32_t sweep_space = 0;  // configs timed
+    float stage2_us = -1;      // stage 2's choice and its time
+    std::string stage2_config;
+    float sweep_us = -1;  // the fastest config and its time
+    std::string sweep_config;
 };
 
 // A plan for a range of input shapes (stofc compile --shape NAME=MIN..MAX): one static

@@ -4,7 +4,7 @@
 //
 // All integers are little-endian; f32 values are stored as their IEEE bits.
 //
-// File (format version 5):
+// File (format version 6):
 //   offset  size
 //   0       8     magic "STOFPLAN"
 //   8       4     u32 format version (kFormatVersion)
@@ -65,7 +65,8 @@
 //     key_valid  i32 mask, words, batch, seq
 //     copy       i32 src, dst; u64 src_offset, dst_offset, bytes
 //     mask_convert  i32 keep, mask }
-//   segments  segment[] { str kind, str template, str config, str source, f32 time_us, str moves, str nodes }
+//   segments  segment[] { str kind, str template, str config, str source, f32 time_us, str moves, str nodes,
+//                         u32 sweep_space, f32 stage2_us, str stage2_config, f32 sweep_us, str sweep_config }
 //   shapes    var[] { str name, i64 min, i64 max },
 //             u32 input count, then per input i32[] (per dimension: variable index or -1),
 //             u32 output count, then per output i32[] likewise,
@@ -85,7 +86,7 @@
 namespace stof::plan {
 
 constexpr char kMagic[8] = {'S', 'T', 'O', 'F', 'P', 'L', 'A', 'N'};
-constexpr uint32_t kFormatVersion = 5;
+constexpr uint32_t kFormatVersion = 6;
 
 constexpr uint64_t kVersionFieldOffset = 12;
 constexpr uint64_t kVersionFieldBytes = 32;
