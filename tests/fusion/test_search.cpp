@@ -145,23 +145,29 @@ TEST_CASE("search: an expand (norm prologue) and a compete (the GEMM takes the r
         }
 }
 
+namespace {
+
+// `exps` chains x_i → Exp → Softmax, and z → Neg: the Exp kernels are one kernel
+// signature occurring `exps` times, the Softmax (row-norm) kernels another.
+ir::Graph exp_softmax_neg(int exps) {
+    test::OnnxBuilder b;
+    for (int i = 0; i < exps; ++i) {
+        const std::string k = std::to_string(i);
+        b.input("x" + k, onnx::TensorProto::FLOAT, {256, 64});
+        b.node("Exp", {"x" + k}, {"e" + k});
+        b.node("Softmax", {"e" + k}, {"p" + k});
+        b.output("p" + k);
+    }
+    b.input("z", onnx::TensorProto::FLOAT, {256, 64});
+    b.node("Neg", {"z"}, {"n"});
+    b.output("n");
+    return pipelined(b.bytes());
+}
+
+}  // namespace
+
 TEST_CASE("search: stage 2 finds the configs that gain and samples kernels by their weight", "[cpu][fusion]") {
-    // `exps` chains x_i → Exp → Softmax and one z → Neg: the Exp kernels are one kernel
-    // signature occurring `exps` times. Block 512 helps both, a grid of 4096 helps Exp.
-    auto model = [](int exps) {
-        test::OnnxBuilder b;
-        for (int i = 0; i < exps; ++i) {
-            const std::string k = std::to_string(i);
-            b.input("x" + k, onnx::TensorProto::FLOAT, {256, 64});
-            b.node("Exp", {"x" + k}, {"e" + k});
-            b.node("Softmax", {"e" + k}, {"p" + k});
-            b.output("p" + k);
-        }
-        b.input("z", onnx::TensorProto::FLOAT, {256, 64});
-        b.node("Neg", {"z"}, {"n"});
-        b.output("n");
-        return pipelined(b.bytes());
-    };
+    // Block 512 helps both elementwise kernels, a grid of 4096 helps Exp.
     Oracle o([&](const ir::Graph& gr, const Segment& s) {
         if (s.kind != SegmentKind::elementwise) return 3.0;
         const double t = s.config.block == 512 ? 8.0 : 10.0;
@@ -177,7 +183,7 @@ TEST_CASE("search: stage 2 finds the configs that gain and samples kernels by th
         FAIL("no " << op << " kernel");
         throw;
     };
-    const ir::Graph one = model(1);
+    const ir::Graph one = exp_softmax_neg(1);
     const fusion::SearchResult r = fusion::search(one, o, opt);
     const fusion::SegmentRecord exp = kernel(r, "Exp"), neg = kernel(r, "Neg");
     CHECK(exp.best_us == 5.0);
@@ -189,7 +195,7 @@ TEST_CASE("search: stage 2 finds the configs that gain and samples kernels by th
     for (const Segment& s : r.plan.segments)
         if (has_op(one, s, ir::Op::Exp)) CHECK(s.config == exp.best);
     // Four Exp kernels of one signature: tuned once, sampled at least as much as the Neg kernel.
-    const fusion::SearchResult four = fusion::search(model(4), o, opt);
+    const fusion::SearchResult four = fusion::search(exp_softmax_neg(4), o, opt);
     CHECK(kernel(four, "Exp").occurrences == 4);
     CHECK(kernel(four, "Exp").samples >= kernel(four, "Neg").samples);
 }
@@ -372,23 +378,6 @@ TEST_CASE("search: the budget covers the whole-plan timings; the stages stop in 
 }
 
 namespace {
-
-// `exps` chains x_i → Exp → Softmax, and z → Neg: the Exp kernels are one kernel
-// signature occurring `exps` times, the Softmax (row-norm) kernels another.
-ir::Graph exp_softmax_neg(int exps) {
-    test::OnnxBuilder b;
-    for (int i = 0; i < exps; ++i) {
-        const std::string k = std::to_string(i);
-        b.input("x" + k, onnx::TensorProto::FLOAT, {256, 64});
-        b.node("Exp", {"x" + k}, {"e" + k});
-        b.node("Softmax", {"e" + k}, {"p" + k});
-        b.output("p" + k);
-    }
-    b.input("z", onnx::TensorProto::FLOAT, {256, 64});
-    b.node("Neg", {"z"}, {"n"});
-    b.output("n");
-    return pipelined(b.bytes());
-}
 
 // Each elementwise kernel has one fastest config (block 128, grid 32768, vector
 // accesses): Exp 5 us there (x4: 20 us of the plan), Neg 8 us; every other config is
