@@ -1,7 +1,8 @@
 #include "passes/mask_tiles.hpp"
 
+#include "mask/mask_expression.hpp"
 #include "mask/mask_interval.hpp"
-#include "parallel.hpp"
+#include "mask/position_bias.hpp"
 
 #include "stof/error.hpp"
 
@@ -29,33 +30,9 @@ constexpr double kOneTolerance = 4e-3;               // a kept entry adds the sc
 constexpr int kTile = 64;                            // outer tile side of the result
 constexpr int64_t kMaxEvaluated = int64_t{1} << 24;  // largest value computed entry by entry (as constant folding)
 
-// An elementwise op of the mask expression.
-struct SymNode {
-    Op op;
-    DType dtype;            // of the result
-    std::vector<int> args;  // >= 0: an earlier SymNode; < 0: leaf -(arg + 1)
-    int table = -1;         // >= 0: a per-head lookup of args[0] in tables_[table] (op Gather)
-};
-
-// A relative position bias table: Gather(table [rows, heads], index [Sq, Sk]) read
-// through Transpose(perm 2,0,1) as [heads, Sq, Sk]: entry (h, i, j) = at[index(i, j) * heads + h].
-struct Table {
-    int64_t rows = 0, heads = 0;
-    std::vector<double> at;  // [rows, heads]
-};
-
-// The entries of `t` for the indices in `index` (an integer set; negative ones count
-// from the end), head h; top() when some index may be out of range.
-Iv lookup(const Table& t, const Iv& index, int64_t h) {
-    if (empty(index)) return index;
-    if (index.nan || index.lo < -t.rows || index.hi > t.rows - 1) return top();
-    const int64_t lo = static_cast<int64_t>(index.lo), hi = static_cast<int64_t>(index.hi);
-    const int64_t col = t.heads == 1 ? 0 : h;
-    if (lo == hi) return point(t.at[static_cast<size_t>((lo < 0 ? lo + t.rows : lo) * t.heads + col)]);
-    Iv r;
-    for (int64_t k = lo; k <= hi; ++k) r = hull(r, point(t.at[static_cast<size_t>((k < 0 ? k + t.rows : k) * t.heads + col)]));
-    return r;
-}
+using SymNode = MaskExpression::SymNode;
+using Table = MaskExpression::Table;
+using Leaf = MaskExpression::Leaf;
 
 // `s` right-aligned to [B, H, Sq, Sk] (rank <= 4; missing leading dims 1), or empty.
 std::vector<int64_t> aligned4(const Shape& s, const int64_t full[4]) {
@@ -82,46 +59,22 @@ struct PatternTiles {
 };
 constexpr int kWords = (kTile / 8) * (kTile / 8);
 
-// How a value of the bias varies over the entries (i, j) of one slice: one value at every
-// entry, exactly a + p*i + q*j (integers exact in its dtype), a function of j - i alone, or
-// none of these known.
-struct Form {
-    enum Kind { constant, affine, diagonal, general } kind = general;
-    Iv value;                    // constant
-    double a = 0, p = 0, q = 0;  // affine
-};
-
-// A function of j - i alone.
-bool by_distance(const Form& f) {
-    return f.kind == Form::constant || f.kind == Form::diagonal || (f.kind == Form::affine && f.p == -f.q);
-}
-
-// Integers of magnitude up to this are exact in t, and sums of them computed as the
-// reference does (in double, then stored as t) are too; 0 for bool.
-double exact_integers(DType t) {
-    switch (t) {
-        case DType::f16: return 2048;
-        case DType::bf16: return 256;
-        case DType::f32: return 16777216;
-        case DType::boolean:
-        case DType::u8:
-        case DType::undefined: return 0;
-        default: return dtype_size(t) >= 8 ? 9007199254740992.0 : std::ldexp(1.0, 8 * int(dtype_size(t)) - 1) - 1;
+// The entries kept by `patterns` ([nb, fh] slices of [Sq, Sk]) as materialise_position_bias reads them.
+KeptTiles kept_tiles(const std::vector<PatternTiles>& patterns, int64_t nb, int64_t fh, int64_t Sq, int64_t Sk) {
+    KeptTiles k{nb, fh, Sq, Sk, kTile, {}, {}};
+    const int64_t tile_rows = (Sq + kTile - 1) / kTile, tile_cols = (Sk + kTile - 1) / kTile, tiles = tile_rows * tile_cols;
+    k.state.assign(static_cast<size_t>(nb * fh * tiles), -2);
+    for (size_t q = 0; q < patterns.size(); ++q) {
+        const PatternTiles& p = patterns[q];
+        size_t listed = 0;
+        for (int64_t ti = 0; ti < tile_rows; ++ti)
+            for (int32_t c = 0; c < p.row_count[static_cast<size_t>(ti)]; ++c, ++listed)
+                k.state[q * static_cast<size_t>(tiles) + static_cast<size_t>(ti * tile_cols + p.cols[listed])] =
+                    p.bitmap[listed];
+        k.words.push_back(p.words.data());
     }
+    return k;
 }
-
-// A value the expression reads, per world: its entries as doubles and its bounds
-// per tile ([lb, lh] slices, then tile rows when it varies over queries, then
-// tile columns when it varies over keys).
-struct Leaf {
-    ValueId value = ir::kNoValue;
-    int64_t dims[4] = {1, 1, 1, 1};
-    struct Data {
-        std::vector<double> at;
-        std::vector<Iv> tiles;
-    };
-    std::vector<std::shared_ptr<const Data>> world;  // per world
-};
 
 class Classifier {
 public:
@@ -140,32 +93,14 @@ private:
     using Values = std::vector<std::shared_ptr<const Tensor>>;
     static constexpr int kOnes = 0, kZeros = 1;
 
-    std::string evaluate_graph();                              // fills conc_, syms_, leaves_; "" or why unsupported
+    std::string evaluate_graph();                              // fills conc_, expr_.syms, expr_.leaves; "" or why unsupported
     std::string compute(const ir::Node& n);                    // n's outputs in every world from known inputs; "" or why not
     int gathered_lookup(const ir::Node& n, std::string* why);  // a Transpose of a deferred Gather as a lookup SymNode
-    void find_bias();
     bool batch_free() const;
-    void find_heads();  // fills by_head_
-    std::string materialise_bias(const std::vector<PatternTiles>& patterns, int64_t fb, int64_t fh, MaskTiles& r);
-    // The SymNodes the bias reads (bias_reads_) at every entry of rows [i0, i1) x columns [j0, j1)
-    // into block (per SymNode, row-major); with `heads_only` only those varying over heads (the
-    // others kept from the same block at another head). Safe to run concurrently.
-    void eval_block(std::vector<std::vector<Iv>>& block, int w, int64_t x, int64_t y, int64_t i0, int64_t i1, int64_t j0,
-                    int64_t j1, int at, bool heads_only) const;
-    // As eval_block at `count` entries: `entries(f)` calls f(e, i, j) for e = 0..count-1.
-    template <class Entries>
-    void eval_entries(std::vector<std::vector<Iv>>& block, int w, int64_t x, int64_t y, int64_t count, Entries entries, int at,
-                      bool heads_only) const;
-    // The bias of slice (x, y) per distance d = j - i (index d + Sq - 1), [nb, fh] of them,
-    // where it is proven a function of j - i in every slice and exactly known at every distance;
-    // else nothing.
-    std::vector<std::vector<float>> bias_by_distance(int64_t nb, int64_t fh) const;
-    Form leaf_form(const Leaf& l, int w, int64_t x, int64_t y) const;
     int leaf_of(ValueId v, std::string* why);
     std::shared_ptr<const Leaf::Data> summarise(const Tensor& t, const Leaf& l);
     std::string check_padding_leaves();
     Iv leaf_tile(const Leaf& l, int w, int64_t x, int64_t y, int64_t ti, int64_t tj) const;
-    Iv leaf_at(const Leaf& l, int w, int64_t x, int64_t y, int64_t i, int64_t j) const;
     // The bounds of `at` (a SymNode or a leaf, by default the mask) over one tile or at one entry.
     template <class LeafIv> Iv eval(LeafIv leaf_iv, int at);
     Iv tile(int w, int64_t x, int64_t y, int64_t ti, int64_t tj, std::optional<int> at = {}) {
@@ -174,7 +109,7 @@ private:
     }
     Iv entry(int w, int64_t x, int64_t y, int64_t i, int64_t j, std::optional<int> at = {}) {
         head_ = y;
-        return eval([&](const Leaf& l) { return leaf_at(l, w, x, y, i, j); }, at.value_or(root_));
+        return eval([&](const Leaf& l) { return l.entry(w, x, y, i, j); }, at.value_or(root_));
     }
 
     const ir::Graph& g_;
@@ -185,20 +120,16 @@ private:
     std::vector<Values> conc_;      // per world, per value: its contents when computed
     std::vector<int> sym_of_;       // per value: its SymNode, or -1
     std::vector<char> from_input_;  // per value: depends on the padding input
-    std::vector<SymNode> syms_;
-    std::vector<Leaf> leaves_;
+    MaskExpression expr_;
     std::map<ValueId, int> leaf_index_;
     std::map<const Tensor*, std::shared_ptr<const Leaf::Data>> summaries_;
     std::vector<std::vector<uint8_t>> random_valid_;  // worlds 2 and 3: the input's entries
     int root_ = 0;                                    // the mask: a SymNode or a leaf
     int bias_ = 0;                                    // additive_: the mask is probe + (this SymNode or leaf)
     bool additive_ = false;
-    std::vector<Table> tables_;
     std::map<ValueId, const ir::Node*> deferred_;  // Gather outputs [Sq, Sk, heads] of a table, read as a lookup
     std::set<ValueId> one_entry_;                  // ConstantOfShape values held as their one entry
     int64_t head_ = 0;                             // the head eval() is at
-    std::vector<char> by_head_;                    // per SymNode: reads a leaf or a table with more than one head
-    std::vector<char> bias_reads_;                 // per SymNode: the bias is it or reads it
     std::vector<Iv> scratch_;
 };
 
@@ -216,6 +147,7 @@ int Classifier::leaf_of(ValueId v, std::string* why) {
     }
     Leaf l;
     l.value = v;
+    l.dtype = g_.value(v).dtype;
     std::copy(d.begin(), d.end(), l.dims);
     for (int w = 0; w < worlds_; ++w) {
         const Tensor* t = conc_[static_cast<size_t>(w)][static_cast<size_t>(v)].get();
@@ -223,8 +155,8 @@ int Classifier::leaf_of(ValueId v, std::string* why) {
         if (fresh) it->second = summarise(*t, l);
         l.world.push_back(it->second);
     }
-    leaves_.push_back(std::move(l));
-    return leaf_index_[v] = -static_cast<int>(leaves_.size());
+    expr_.leaves.push_back(std::move(l));
+    return leaf_index_[v] = -static_cast<int>(expr_.leaves.size());
 }
 
 std::shared_ptr<const Leaf::Data> Classifier::summarise(const Tensor& t, const Leaf& l) {
@@ -249,27 +181,23 @@ Iv Classifier::leaf_tile(const Leaf& l, int w, int64_t x, int64_t y, int64_t ti,
     return l.world[static_cast<size_t>(w)]->tiles[static_cast<size_t>((s * tr + (tr > 1 ? ti : 0)) * tc + (tc > 1 ? tj : 0))];
 }
 
-Iv Classifier::leaf_at(const Leaf& l, int w, int64_t x, int64_t y, int64_t i, int64_t j) const {
-    const int64_t s = (l.dims[0] == 1 ? 0 : x) * l.dims[1] + (l.dims[1] == 1 ? 0 : y);
-    const int64_t at = (s * l.dims[2] + (l.dims[2] == 1 ? 0 : i)) * l.dims[3] + (l.dims[3] == 1 ? 0 : j);
-    return point(l.world[static_cast<size_t>(w)]->at[static_cast<size_t>(at)]);
-}
-
 template <class LeafIv> Iv Classifier::eval(LeafIv leaf_iv, int at) {
-    auto arg = [&](int a) { return a >= 0 ? scratch_[static_cast<size_t>(a)] : leaf_iv(leaves_[static_cast<size_t>(-a - 1)]); };
+    auto arg = [&](int a) {
+        return a >= 0 ? scratch_[static_cast<size_t>(a)] : leaf_iv(expr_.leaves[static_cast<size_t>(-a - 1)]);
+    };
     if (at < 0) return arg(at);
-    scratch_.resize(syms_.size());
+    scratch_.resize(expr_.syms.size());
     Iv in[3];
     std::vector<Iv> many;
     for (size_t k = 0; k <= static_cast<size_t>(at); ++k) {
-        const SymNode& n = syms_[k];
+        const SymNode& n = expr_.syms[k];
         Iv* a = in;
         if (n.args.size() > 3) {
             many.resize(n.args.size());
             a = many.data();
         }
         for (size_t i = 0; i < n.args.size(); ++i) a[i] = arg(n.args[i]);
-        scratch_[k] = n.table >= 0 ? lookup(tables_[static_cast<size_t>(n.table)], a[0], head_)
+        scratch_[k] = n.table >= 0 ? expr_.tables[static_cast<size_t>(n.table)].lookup(a[0], head_)
                                    : apply(n.op, n.dtype, a, n.args.size());
     }
     return scratch_[static_cast<size_t>(at)];
@@ -380,8 +308,8 @@ std::string Classifier::evaluate_graph() {
                 if (!why.empty()) return why;
                 s.args.push_back(a);
             }
-            syms_.push_back(std::move(s));
-            sym_of_[static_cast<size_t>(out)] = static_cast<int>(syms_.size()) - 1;
+            expr_.syms.push_back(std::move(s));
+            sym_of_[static_cast<size_t>(out)] = static_cast<int>(expr_.syms.size()) - 1;
             continue;
         }
         if (std::string why = compute(n); !why.empty()) return why;
@@ -438,17 +366,17 @@ int Classifier::gathered_lookup(const ir::Node& gather, std::string* why) {
     int a = sym_of_[static_cast<size_t>(index)];
     if (a < 0) a = leaf_of(index, why);
     if (!why->empty()) return 0;
-    tables_.push_back(std::move(t));
-    SymNode s{Op::Gather, data.dtype, {a}, static_cast<int>(tables_.size()) - 1};
-    syms_.push_back(std::move(s));
-    return static_cast<int>(syms_.size()) - 1;
+    expr_.tables.push_back(std::move(t));
+    SymNode s{Op::Gather, data.dtype, {a}, static_cast<int>(expr_.tables.size()) - 1};
+    expr_.syms.push_back(std::move(s));
+    return static_cast<int>(expr_.syms.size()) - 1;
 }
 
 // Every leaf reached by the padding input is [B|1,1,1,Sk] and, per (b, j), its
 // all-ones value where the random input is nonzero and its all-zeros value elsewhere.
 std::string Classifier::check_padding_leaves() {
     const int64_t B = full_[0], Sk = full_[3];
-    for (const Leaf& l : leaves_) {
+    for (const Leaf& l : expr_.leaves) {
         if (!from_input_[static_cast<size_t>(l.value)]) continue;
         const std::string& name = g_.value(l.value).name;
         if ((l.dims[0] != B && B != 1) || l.dims[1] != 1 || l.dims[2] != 1 || l.dims[3] != Sk)
@@ -493,226 +421,11 @@ Verdict additive_verdict(const Iv& x) {
     return Verdict::mixed;
 }
 
-// The mask is Add(probe, x) (either order) in a dtype whose rounding of x + 1 stays
-// within the one-difference tolerance, with x free of the probe: its bias is x.
-void Classifier::find_bias() {
-    if (root_ < 0) return;
-    const SymNode& r = syms_[static_cast<size_t>(root_)];
-    if (r.op != Op::Add || r.args.size() != 2 || !(r.dtype == DType::f32 || r.dtype == DType::f64 || r.dtype == DType::f16))
-        return;
-    std::vector<char> reads_probe(syms_.size(), 0);
-    auto probe_leaf = [&](int a) { return a < 0 && leaves_[static_cast<size_t>(-a - 1)].value == probe_; };
-    auto reads = [&](int a) { return probe_leaf(a) || (a >= 0 && reads_probe[static_cast<size_t>(a)]); };
-    for (size_t k = 0; k < syms_.size(); ++k)
-        for (int a : syms_[k].args) reads_probe[k] = reads_probe[k] || reads(a);
-    for (int side = 0; side < 2; ++side)
-        if (probe_leaf(r.args[static_cast<size_t>(side)]) && !reads(r.args[static_cast<size_t>(1 - side)])) {
-            additive_ = true;
-            bias_ = r.args[static_cast<size_t>(1 - side)];
-        }
-    if (!additive_ || bias_ < 0) return;
-    bias_reads_.assign(syms_.size(), 0);
-    bias_reads_[static_cast<size_t>(bias_)] = 1;
-    for (size_t k = static_cast<size_t>(bias_) + 1; k-- > 0;)
-        if (bias_reads_[k])
-            for (int a : syms_[k].args)
-                if (a >= 0) bias_reads_[static_cast<size_t>(a)] = 1;
-}
-
-void Classifier::find_heads() {
-    by_head_.assign(syms_.size(), 0);
-    for (size_t k = 0; k < syms_.size(); ++k) {
-        const SymNode& n = syms_[k];
-        bool r = n.table >= 0 && tables_[static_cast<size_t>(n.table)].heads > 1;
-        for (int a : n.args)
-            r = r || (a >= 0 ? by_head_[static_cast<size_t>(a)] != 0 : leaves_[static_cast<size_t>(-a - 1)].dims[1] > 1);
-        by_head_[k] = r;
-    }
-}
-
-void Classifier::eval_block(std::vector<std::vector<Iv>>& block, int w, int64_t x, int64_t y, int64_t i0, int64_t i1,
-                            int64_t j0, int64_t j1, int at, bool heads_only) const {
-    eval_entries(
-        block, w, x, y, (i1 - i0) * (j1 - j0),
-        [&](auto f) {
-            for (int64_t i = i0, e = 0; i < i1; ++i)
-                for (int64_t j = j0; j < j1; ++j, ++e) f(e, i, j);
-        },
-        at, heads_only);
-}
-
-template <class Entries>
-void Classifier::eval_entries(std::vector<std::vector<Iv>>& block, int w, int64_t x, int64_t y, int64_t count, Entries entries,
-                              int at, bool heads_only) const {
-    block.resize(syms_.size());
-    // An argument at entry e = (i, j): a SymNode's block, or a leaf's entries by strides.
-    struct Arg {
-        const Iv* block = nullptr;
-        const double* leaf = nullptr;
-        int64_t row_stride = 0, col_stride = 0;
-    };
-    std::vector<Arg> args;
-    std::vector<Iv> in;
-    for (size_t k = 0; k <= static_cast<size_t>(at); ++k) {
-        const SymNode& n = syms_[k];
-        if (!bias_reads_[k] || (heads_only && !by_head_[k])) continue;
-        args.assign(n.args.size(), Arg{});
-        for (size_t a = 0; a < n.args.size(); ++a) {
-            const int v = n.args[a];
-            if (v >= 0) {
-                args[a].block = block[static_cast<size_t>(v)].data();
-                continue;
-            }
-            const Leaf& l = leaves_[static_cast<size_t>(-v - 1)];
-            const int64_t s = (l.dims[0] == 1 ? 0 : x) * l.dims[1] + (l.dims[1] == 1 ? 0 : y);
-            args[a].row_stride = l.dims[2] == 1 ? 0 : l.dims[3];
-            args[a].col_stride = l.dims[3] == 1 ? 0 : 1;
-            args[a].leaf = l.world[static_cast<size_t>(w)]->at.data() + s * l.dims[2] * l.dims[3];
-        }
-        std::vector<Iv>& out = block[k];
-        out.resize(static_cast<size_t>(count));
-        if (view_op(n.op) && args[0].block) {  // the same entries
-            std::copy(args[0].block, args[0].block + count, out.begin());
-            continue;
-        }
-        in.resize(n.args.size());
-        const Table* table = n.table >= 0 ? &tables_[static_cast<size_t>(n.table)] : nullptr;
-        entries([&](int64_t e, int64_t i, int64_t j) {
-            for (size_t a = 0; a < n.args.size(); ++a)
-                in[a] = args[a].block ? args[a].block[e] : point(args[a].leaf[i * args[a].row_stride + j * args[a].col_stride]);
-            out[static_cast<size_t>(e)] = table ? lookup(*table, in[0], y) : apply(n.op, n.dtype, in.data(), in.size());
-        });
-    }
-}
-
-Form Classifier::leaf_form(const Leaf& l, int w, int64_t x, int64_t y) const {
-    const int64_t rows = l.dims[2], cols = l.dims[3], n = rows * cols;
-    const int64_t s = (l.dims[0] == 1 ? 0 : x) * l.dims[1] + (l.dims[1] == 1 ? 0 : y);
-    const double* v = l.world[static_cast<size_t>(w)]->at.data() + s * n;
-    auto same = [](double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); };
-    Form f;
-    if (std::all_of(v, v + n, [&](double e) { return same(e, v[0]); })) {
-        f.kind = Form::constant;
-        f.value = point(v[0]);
-        return f;
-    }
-    if (rows > 1 && cols > 1) {  // [Sq, Sk]: equal along every diagonal
-        for (int64_t i = 0; i + 1 < rows; ++i)
-            for (int64_t j = 0; j + 1 < cols; ++j)
-                if (!same(v[i * cols + j], v[(i + 1) * cols + j + 1])) return f;
-        f.kind = Form::diagonal;
-        return f;
-    }
-    // One index: integers in arithmetic progression, exact in the leaf's dtype.
-    const double limit = exact_integers(g_.value(l.value).dtype), step = v[1] - v[0];
-    for (int64_t k = 0; k < n; ++k)
-        if (!(v[k] == v[0] + double(k) * step && v[k] == std::trunc(v[k]) && std::abs(v[k]) <= limit)) return f;
-    f.kind = Form::affine;
-    f.a = v[0];
-    (rows > 1 ? f.p : f.q) = step;
-    return f;
-}
-
-std::vector<std::vector<float>> Classifier::bias_by_distance(int64_t nb, int64_t fh) const {
-    const int64_t Sq = full_[2], Sk = full_[3], distances = Sq + Sk - 1;
-    const int w = 2 * kOnes;
-    // The bias's form per slice, from its leaves' entries and its ops: elementwise ops of
-    // functions of j - i are one; Add, Sub, Neg and Cast of exact integer affine forms stay
-    // affine (a + p*i + q*j, a function of j - i where q = -p) while every value they take is
-    // exact in their dtype; comparisons of two such forms whose difference is a function of
-    // j - i are one (j <= i).
-    auto affine_or_integer = [](const Form& f, Form* r) {
-        if (f.kind == Form::affine) {
-            *r = f;
-            return true;
-        }
-        if (f.kind != Form::constant || !exact(f.value) || f.value.nan || f.value.lo != std::trunc(f.value.lo)) return false;
-        *r = Form{Form::affine, {}, f.value.lo, 0, 0};
-        return true;
-    };
-    for (int64_t x = 0; x < nb; ++x)
-        for (int64_t y = 0; y < fh; ++y) {
-            std::vector<Form> forms(syms_.size());
-            std::map<int, Form> leaf_forms;
-            auto form_of = [&](int a) -> Form {
-                if (a >= 0) return forms[static_cast<size_t>(a)];
-                auto [it, fresh] = leaf_forms.try_emplace(a);
-                if (fresh) it->second = leaf_form(leaves_[static_cast<size_t>(-a - 1)], w, x, y);
-                return it->second;
-            };
-            if (bias_ < 0) {
-                if (!by_distance(form_of(bias_))) return {};
-                continue;
-            }
-            for (size_t k = 0; k <= static_cast<size_t>(bias_); ++k) {
-                if (!bias_reads_[k]) continue;
-                const SymNode& n = syms_[k];
-                std::vector<Form> in;
-                for (int a : n.args) in.push_back(form_of(a));
-                Form& r = forms[k];
-                if (std::all_of(in.begin(), in.end(), [](const Form& f) { return f.kind == Form::constant; })) {
-                    std::vector<Iv> v;
-                    for (const Form& f : in) v.push_back(f.value);
-                    r.kind = Form::constant;
-                    r.value = n.table >= 0 ? lookup(tables_[static_cast<size_t>(n.table)], v[0], y)
-                                           : apply(n.op, n.dtype, v.data(), v.size());
-                    continue;
-                }
-                if (view_op(n.op)) {
-                    r = in[0];
-                    continue;
-                }
-                Form u, v;
-                const bool linear = n.table < 0 && (n.op == Op::Add || n.op == Op::Sub || n.op == Op::Neg || n.op == Op::Cast);
-                if (linear && affine_or_integer(in[0], &u) && (in.size() == 1 || affine_or_integer(in[1], &v))) {
-                    const double sign = n.op == Op::Sub ? -1 : 1;
-                    if (n.op == Op::Neg) r = Form{Form::affine, {}, -u.a, -u.p, -u.q};
-                    else if (n.op == Op::Cast) r = u;
-                    else r = Form{Form::affine, {}, u.a + sign * v.a, u.p + sign * v.p, u.q + sign * v.q};
-                    // Bounds every value a + p*i + q*j and every term of it.
-                    const double most = std::abs(r.a) + std::abs(r.p) * double(Sq - 1) + std::abs(r.q) * double(Sk - 1);
-                    if (most <= exact_integers(n.dtype)) continue;
-                }
-                r = Form{};
-                // A comparison of exact affine forms is one of their difference.
-                const bool compare = n.op == Op::Less || n.op == Op::LessOrEqual || n.op == Op::Greater ||
-                                     n.op == Op::GreaterOrEqual || n.op == Op::Equal;
-                if (compare && affine_or_integer(in[0], &u) && affine_or_integer(in[1], &v) && u.p - v.p == v.q - u.q)
-                    r.kind = Form::diagonal;
-                if (std::all_of(in.begin(), in.end(), by_distance)) r.kind = Form::diagonal;
-            }
-            if (!by_distance(forms[static_cast<size_t>(bias_)])) return {};
-        }
-    // Each distance at its first entry (max(0, -d), max(0, -d) + d), as eval_block evaluates it;
-    // the ops that do not vary over heads once per batch slice.
-    std::vector<std::vector<float>> r(static_cast<size_t>(nb * fh), std::vector<float>(static_cast<size_t>(distances)));
-    std::vector<std::vector<Iv>> block;
-    auto diagonal = [&](auto f) {
-        for (int64_t e = 0; e < distances; ++e) {
-            const int64_t d = e - (Sq - 1), i = std::max<int64_t>(0, -d);
-            f(e, i, i + d);
-        }
-    };
-    for (int64_t x = 0; x < nb; ++x)
-        for (int64_t y = 0; y < fh; ++y) {
-            std::vector<float>& out = r[static_cast<size_t>(x * fh + y)];
-            if (bias_ >= 0) eval_entries(block, w, x, y, distances, diagonal, bias_, y > 0);
-            for (int64_t e = 0; e < distances; ++e) {
-                const int64_t d = e - (Sq - 1), i = std::max<int64_t>(0, -d);
-                const Iv v = bias_ >= 0 ? block[static_cast<size_t>(bias_)][static_cast<size_t>(e)]
-                                        : leaf_at(leaves_[static_cast<size_t>(-bias_ - 1)], w, x, y, i, i + d);
-                if (!exact(v)) return {};
-                out[static_cast<size_t>(e)] = static_cast<float>(value(v));
-            }
-        }
-    return r;
-}
-
 // No leaf varies over batch in the worlds the pattern reads (the padding input's
 // fixed ones are equal in every batch row).
 bool Classifier::batch_free() const {
     const int used = input_ == ir::kNoValue ? 2 : 4;
-    for (const Leaf& l : leaves_) {
+    for (const Leaf& l : expr_.leaves) {
         if (l.dims[0] == 1) continue;
         const size_t slice = static_cast<size_t>(l.dims[1] * l.dims[2] * l.dims[3]);
         for (int w = 0; w < used; ++w) {
@@ -722,115 +435,6 @@ bool Classifier::batch_free() const {
         }
     }
     return true;
-}
-
-// The bias x at every kept entry of `patterns` ([nb, fh] of them), 0 elsewhere, as
-// f32 [1|nb, 1|fh, Sq, Sk] (batch and heads collapsed where every slice is equal);
-// nothing when every kept entry adds 0.
-std::string Classifier::materialise_bias(const std::vector<PatternTiles>& patterns, int64_t nb, int64_t fh, MaskTiles& r) {
-    const int64_t Sq = full_[2], Sk = full_[3], plane = Sq * Sk;
-    Tensor all(DType::f32, {nb, fh, Sq, Sk});  // zero-filled
-    float* const bias = all.data<float>();
-    // Per pattern and tile: -2 not listed, -1 full, else its bitmap.
-    const int64_t tiles = tile_rows_ * tile_cols_;
-    std::vector<int32_t> state(static_cast<size_t>(nb * fh * tiles), -2);
-    for (size_t q = 0; q < patterns.size(); ++q) {
-        const PatternTiles& p = patterns[q];
-        size_t listed = 0;
-        for (int64_t ti = 0; ti < tile_rows_; ++ti)
-            for (int32_t c = 0; c < p.row_count[static_cast<size_t>(ti)]; ++c, ++listed)
-                state[q * static_cast<size_t>(tiles) + static_cast<size_t>(ti * tile_cols_ + p.cols[listed])] = p.bitmap[listed];
-    }
-    // A bias of j - i alone is read from its values per distance; any other is evaluated tile by
-    // tile, the heads inner: the ops that do not vary over heads once per tile. Tile rows on every core.
-    find_heads();
-    const std::vector<std::vector<float>> distance = bias_by_distance(nb, fh);
-    r.bias_by_distance = !distance.empty();
-    std::vector<std::string> why(static_cast<size_t>(nb * tile_rows_));
-    std::vector<char> nonzero(static_cast<size_t>(nb * tile_rows_), 0);
-    parallel_for(static_cast<size_t>(nb * tile_rows_), [&](size_t task) {
-        const int64_t x = static_cast<int64_t>(task) / tile_rows_, ti = static_cast<int64_t>(task) % tile_rows_;
-        if (!distance.empty()) {
-            bool any = false;
-            for (int64_t tj = 0; tj < tile_cols_; ++tj) {
-                const int64_t i0 = ti * kTile, i1 = std::min(Sq, i0 + kTile), j0 = tj * kTile, j1 = std::min(Sk, j0 + kTile);
-                for (int64_t y = 0; y < fh; ++y) {
-                    const size_t q = static_cast<size_t>(x * fh + y);
-                    const int32_t b = state[q * static_cast<size_t>(tiles) + static_cast<size_t>(ti * tile_cols_ + tj)];
-                    if (b == -2) continue;
-                    const uint64_t* words = b >= 0 ? patterns[q].words.data() + b * kWords : nullptr;
-                    float* out = bias + static_cast<int64_t>(q) * plane;
-                    for (int64_t i = i0; i < i1; ++i) {
-                        const float* at = distance[q].data() + (Sq - 1 - i);  // at[j]: distance j - i
-                        float* row = out + i * Sk;
-                        const int64_t ri = i - i0;
-                        for (int64_t j = j0; j < j1; ++j) {
-                            const int64_t rj = j - j0;
-                            if (words && !((words[(ri / 8) * (kTile / 8) + rj / 8] >> ((ri % 8) * 8 + rj % 8)) & 1)) continue;
-                            row[j] = at[j];
-                            any = any || at[j] != 0;
-                        }
-                    }
-                }
-            }
-            nonzero[task] = any;
-            return;
-        }
-        std::vector<std::vector<Iv>> block;
-        for (int64_t tj = 0; tj < tile_cols_; ++tj) {
-            const int64_t i0 = ti * kTile, i1 = std::min(Sq, i0 + kTile), j0 = tj * kTile, j1 = std::min(Sk, j0 + kTile);
-            bool fresh = true;
-            for (int64_t y = 0; y < fh; ++y) {
-                const size_t q = static_cast<size_t>(x * fh + y);
-                const int32_t b = state[q * static_cast<size_t>(tiles) + static_cast<size_t>(ti * tile_cols_ + tj)];
-                if (b == -2) continue;
-                if (bias_ >= 0) eval_block(block, 2 * kOnes, x, y, i0, i1, j0, j1, bias_, !fresh);
-                fresh = false;
-                const PatternTiles& p = patterns[q];
-                float* out = bias + static_cast<int64_t>(q) * plane;
-                for (int64_t i = i0; i < i1; ++i)
-                    for (int64_t j = j0; j < j1; ++j) {
-                        const int64_t ri = i - i0, rj = j - j0;
-                        if (b >= 0 && !((p.words[static_cast<size_t>(b * kWords + (ri / 8) * (kTile / 8) + rj / 8)] >>
-                                         ((ri % 8) * 8 + rj % 8)) &
-                                        1))
-                            continue;
-                        const Iv e = bias_ >= 0 ? block[static_cast<size_t>(bias_)][static_cast<size_t>(ri * (j1 - j0) + rj)]
-                                                : leaf_at(leaves_[static_cast<size_t>(-bias_ - 1)], 2 * kOnes, x, y, i, j);
-                        if (!exact(e)) {
-                            why[task] = "an entry's value is not exactly known";
-                            return;
-                        }
-                        const float v = static_cast<float>(value(e));
-                        out[i * Sk + j] = v;
-                        if (v != 0) nonzero[task] = 1;
-                    }
-            }
-        }
-    });
-    for (const std::string& w : why)
-        if (!w.empty()) return w;
-    const bool any = std::find(nonzero.begin(), nonzero.end(), 1) != nonzero.end();
-    if (!any) return "";
-    auto slice = [&](int64_t x, int64_t y) { return bias + (x * fh + y) * plane; };
-    auto same = [&](const float* a, const float* b) {
-        return std::equal(a, a + plane, b, [](float u, float v) { return u == v || (std::isnan(u) && std::isnan(v)); });
-    };
-    bool batch_same = true, head_same = true;
-    for (int64_t x = 1; x < nb && batch_same; ++x)
-        for (int64_t y = 0; y < fh && batch_same; ++y) batch_same = same(slice(x, y), slice(0, y));
-    for (int64_t y = 1; y < fh && head_same; ++y)
-        for (int64_t x = 0; x < nb && head_same; ++x) head_same = same(slice(x, y), slice(x, 0));
-    const int64_t ob = batch_same ? 1 : nb, oh = head_same ? 1 : fh;
-    if (ob == nb && oh == fh) {
-        r.bias = std::make_shared<const Tensor>(std::move(all));
-        return "";
-    }
-    Tensor t(DType::f32, {ob, oh, Sq, Sk});
-    for (int64_t x = 0; x < ob; ++x)
-        for (int64_t y = 0; y < oh; ++y) std::copy(slice(x, y), slice(x, y) + plane, t.data<float>() + (x * oh + y) * plane);
-    r.bias = std::make_shared<const Tensor>(std::move(t));
-    return "";
 }
 
 MaskTiles Classifier::run() {
@@ -845,7 +449,10 @@ MaskTiles Classifier::run() {
             return r;
         }
     }
-    find_bias();
+    if (const std::optional<int> x = find_additive_bias(expr_, root_, probe_)) {
+        additive_ = true;
+        bias_ = *x;
+    }
     const int64_t Sq = full_[2], Sk = full_[3];
     const Shape rs = g_.value(g_.outputs[0]).shape;
     const std::vector<int64_t> rd = aligned4(rs, full_);  // checked by leaf_of or is_plane
@@ -966,10 +573,13 @@ MaskTiles Classifier::run() {
         }
     r.padding = input_ != ir::kNoValue;
     if (any_bias) {
-        if (std::string why = materialise_bias(patterns, nb, fh, r); !why.empty()) {
-            r.unsupported = why;
+        const PositionBias bias = materialise_position_bias(expr_, bias_, 2 * kOnes, kept_tiles(patterns, nb, fh, Sq, Sk));
+        r.bias_by_distance = bias.by_distance;
+        if (!bias.unknown.empty()) {
+            r.unsupported = bias.unknown;
             return r;
         }
+        r.bias = bias.values;
     }
     if (!any_masked) return r;
     // Batch and head patterns collapse to one where every slice is equal.

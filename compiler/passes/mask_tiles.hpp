@@ -24,13 +24,8 @@
 // tile from x's bounds. T5's position bias Gather(table [buckets, H], bucket
 // [Sq, Sk]) read through Transpose(perm 2,0,1) is an elementwise lookup per head,
 // its bounds per tile the table's over the tile's bucket range; the bias is
-// then evaluated at every kept entry (the kernels read it densely), the ops that
-// do not vary over heads once per entry. A bias proven a function of j - i alone
-// in every [batch, head] slice (its leaves equal along every diagonal, constant,
-// or exact integer progressions over i or j; Add, Sub, Neg and Cast keeping
-// a + p*i + q*j exact; any elementwise op or lookup of functions of j - i) is
-// evaluated once per distance (Sq + Sk - 1 values, each at its first entry, with
-// the same ops) and read at entry (i, j) as value[j - i + Sq - 1].
+// then evaluated at every kept entry (the kernels read it densely), once per
+// distance where it is proven a function of j - i alone (mask/position_bias.hpp).
 //
 // A padding input [B, Sk] (`input`) may enter the expression only through
 // values of shape [B|1, 1, 1, Sk] whose entry (b, j) is their all-ones value
