@@ -1,22 +1,18 @@
 // The measuring worker from the outside: a worker that hangs or dies costs one
 // candidate (an error, the worker restarted), never the compiler; outputs are
 // checked against the reference. On a GPU: the real worker times a plan.
+#include "gpu_tuning.hpp"
 #include "gpu_util.hpp"
 #include "onnx/import.hpp"
 #include "onnx_builder.hpp"
 #include "plan/plan_writer.hpp"
-#include "pipeline.hpp"
-#include "compile.hpp"
 #include "test_util.hpp"
-#include "tune/gpu_evaluator.hpp"
 #include "tune/measure.hpp"
 #include "tune/output_check.hpp"
 
 #include <chrono>
 #include <cmath>
-#include <filesystem>
-
-#include <unistd.h>
+#include <cstdlib>
 
 using namespace stof;
 
@@ -108,10 +104,8 @@ TEST_CASE("measuring: outputs must match the reference within the tolerance of t
 
 TEST_CASE("measuring on the GPU: the worker times plans, the evaluator checks and caches segments", "[gpu][tune]") {
     STOF_REQUIRE_GPU();
-    tune::MeasureOptions mo;
-    mo.worker = {STOF_STOFC_PATH, "tune-worker"};
     {
-        tune::Measurer m(mo);
+        tune::Measurer m(test::worker_options());
         CHECK(m.device().sm_count > 0);
         const tune::Measurement r = m.measure(copy_plan(), 7, true);
         REQUIRE(r.ok);
@@ -135,39 +129,28 @@ TEST_CASE("measuring on the GPU: the worker times plans, the evaluator checks an
     b.node("LayerNormalization", {"s", "scale"}, {"n"});
     b.node("Tanh", {"n"}, {"y"});
     b.output("y");
-    const std::filesystem::path cache = std::filesystem::temp_directory_path() /
-                                        ("stof-test-gpu-tune-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(cache);
+    const test::ScratchDir cache("tune");
     ::setenv("SOURCE_DATE_EPOCH", "1700000000", 1);
     std::vector<std::string> plans;
     for (int pass = 0; pass < 3; ++pass) {
         ir::Graph g = import_onnx_bytes(b.bytes(), "", "layer");
-        tune::GpuEvaluatorOptions eo;
-        eo.lower.precision = Precision::fp16;
-        eo.lower.arch = "sm_90";
-        eo.lower.cache_dir = cache.string();
-        eo.cache_dir = cache.string();
-        eo.measure = mo;
-        tune::GpuEvaluator ev(eo);
-        CompileOptions opt;
-        opt.lower = eo.lower;
-        opt.evaluator = &ev;
-        const plan::Plan p = compile_model(g, opt);
+        test::GpuTuning tuning(cache.path());
+        const plan::Plan p = tuning.compile(g);
         CHECK_FALSE(p.steps.empty());
         plans.push_back(plan::serialize_plan(p));
-        ev.save_cache();
+        tuning.evaluator.save_cache();
+        const tune::EvaluatorStats& stats = tuning.evaluator.stats();
         INFO("pass " << pass);
         if (pass == 0) {
-            CHECK(ev.stats().measured > 0);
-            CHECK(ev.stats().rejected == 0);
-            CHECK(ev.stats().failed == 0);
+            CHECK(stats.measured > 0);
+            CHECK(stats.rejected == 0);
+            CHECK(stats.failed == 0);
         } else {
-            CHECK(ev.stats().measured == 0);  // everything from the tuning cache
-            CHECK(ev.stats().from_cache > 0);
+            CHECK(stats.measured == 0);  // everything from the tuning cache
+            CHECK(stats.from_cache > 0);
         }
     }
     // With the same tuning cache, the same plan, byte for byte.
     CHECK(plans[1] == plans[2]);
     ::unsetenv("SOURCE_DATE_EPOCH");
-    std::filesystem::remove_all(cache);
 }

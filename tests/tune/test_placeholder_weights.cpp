@@ -3,6 +3,7 @@
 // file and back; every runtime but the tuning worker refuses them. On a GPU: the
 // worker fills them, the same way for a candidate and its reference.
 #include "compile.hpp"
+#include "gpu_tuning.hpp"
 #include "gpu_util.hpp"
 #include "onnx/import.hpp"
 #include "onnx_builder.hpp"
@@ -13,15 +14,11 @@
 #include "stof/runtime.hpp"
 #include "test_util.hpp"
 #include "tool_run.hpp"
-#include "tune/gpu_evaluator.hpp"
 #include "tune/measure.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <functional>
-
-#include <unistd.h>
 
 using namespace stof;
 
@@ -156,12 +153,10 @@ TEST_CASE("placeholder weights on the GPU: the worker fills them, candidates mat
     STOF_REQUIRE_GPU();
     std::mt19937_64 rng = test::make_rng();
     const std::string model = large_weight_model(rng);
-    tune::MeasureOptions mo;
-    mo.worker = {STOF_STOFC_PATH, "tune-worker"};
     {
         const plan::Plan timing = compiled(model, true);
         REQUIRE(timing.has_placeholders());
-        tune::Measurer m(mo);
+        tune::Measurer m(test::worker_options());
         const tune::Measurement a = m.measure(timing, 3, true), b = m.measure(timing, 3, true);
         REQUIRE(a.ok);
         REQUIRE(b.ok);
@@ -179,24 +174,12 @@ TEST_CASE("placeholder weights on the GPU: the worker fills them, candidates mat
         CHECK(largest <= 1);
     }
     // The search: every candidate checked against its unfused reference, both with placeholders.
-    const std::filesystem::path cache = std::filesystem::temp_directory_path() /
-                                        ("stof-test-gpu-placeholder-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(cache);
+    const test::ScratchDir cache("placeholder");
     ir::Graph g = import_onnx_bytes(model, "", "large");
-    tune::GpuEvaluatorOptions eo;
-    eo.lower.precision = Precision::fp16;
-    eo.lower.arch = "sm_90";
-    eo.lower.cache_dir = cache.string();
-    eo.cache_dir = cache.string();
-    eo.measure = mo;
-    tune::GpuEvaluator ev(eo);
-    CompileOptions opt;
-    opt.lower = eo.lower;
-    opt.evaluator = &ev;
-    const plan::Plan p = compile_model(g, opt);
+    test::GpuTuning tuning(cache.path());
+    const plan::Plan p = tuning.compile(g);
     CHECK_FALSE(p.has_placeholders());  // the compiled plan carries the real weights
-    CHECK(ev.stats().measured > 0);
-    CHECK(ev.stats().rejected == 0);
-    CHECK(ev.stats().failed == 0);
-    std::filesystem::remove_all(cache);
+    CHECK(tuning.evaluator.stats().measured > 0);
+    CHECK(tuning.evaluator.stats().rejected == 0);
+    CHECK(tuning.evaluator.stats().failed == 0);
 }
