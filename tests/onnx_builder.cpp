@@ -103,4 +103,15 @@ Tensor iota_f32(const Shape& shape) {
     return t;
 }
 
+void add_attention(OnnxBuilder& b, float scale) {
+    Tensor s(DType::f32, {});
+    s.data<float>()[0] = scale;
+    b.initializer("scale", s);
+    set_attr(b.node("Transpose", {"k"}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+    b.node("MatMul", {"q", "kt"}, {"s"});
+    b.node("Mul", {"s", "scale"}, {"ss"});
+    set_attr(b.node("Softmax", {"ss"}, {"p"}), "axis", int64_t{-1});
+    b.node("MatMul", {"p", "v"}, {"o"});
+}
+
 }  // namespace stof::test

@@ -40,4 +40,9 @@ Tensor ints(std::initializer_list<int64_t> v);
 // An f32 tensor filled with 0.5, 1.5, 2.5, ...
 Tensor iota_f32(const Shape& shape);
 
+// Scaled-dot-product attention over the values "q", "k", "v" [..., S, D] as exporters
+// spell it: o = Softmax(MatMul(q, Transpose(k)) * scale, axis -1) · v. Adds the scalar
+// initializer "scale" and the values "kt", "s", "ss", "p" and "o".
+void add_attention(OnnxBuilder& b, float scale);
+
 }  // namespace stof::test

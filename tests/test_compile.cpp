@@ -2,7 +2,6 @@
 #include "compile.hpp"
 #include "onnx/import.hpp"
 #include "onnx_builder.hpp"
-#include "passes/pass_check.hpp"
 #include "test_util.hpp"
 
 using namespace stof;
@@ -13,14 +12,7 @@ namespace {
 std::string attention_model(int64_t d, int64_t seq = 16) {
     test::OnnxBuilder b;
     for (const char* n : {"q", "k", "v"}) b.input(n, onnx::TensorProto::FLOAT, {1, 2, seq, d});
-    b.initializer("perm_scale", test::scalar_f32(0.25f));
-    auto& t = b.node("Transpose", {"k"}, {"kt"});
-    test::set_attr(t, "perm", std::vector<int64_t>{0, 1, 3, 2});
-    b.node("MatMul", {"q", "kt"}, {"s"});
-    b.node("Mul", {"s", "perm_scale"}, {"ss"});
-    auto& sm = b.node("Softmax", {"ss"}, {"p"});
-    test::set_attr(sm, "axis", int64_t{-1});
-    b.node("MatMul", {"p", "v"}, {"o"});
+    test::add_attention(b, 0.25f);
     b.output("o");
     return b.bytes();
 }

@@ -95,16 +95,7 @@ Tensor scalar_i64(int64_t v) {
 std::string attention_model() {
     OnnxBuilder b;
     for (const char* n : {"q", "k", "v"}) b.input(n, kF32, {1, 2, 16, 64});
-    Tensor scale(DType::f32, {});
-    scale.data<float>()[0] = 0.125f;
-    b.initializer("scale", scale);
-    auto& t = b.node("Transpose", {"k"}, {"kt"});
-    test::set_attr(t, "perm", std::vector<int64_t>{0, 1, 3, 2});
-    b.node("MatMul", {"q", "kt"}, {"s"});
-    b.node("Mul", {"s", "scale"}, {"ss"});
-    auto& sm = b.node("Softmax", {"ss"}, {"p"});
-    test::set_attr(sm, "axis", int64_t{-1});
-    b.node("MatMul", {"p", "v"}, {"o"});
+    test::add_attention(b, 0.125f);
     b.output("o");
     return b.bytes();
 }

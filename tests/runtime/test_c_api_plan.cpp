@@ -5,7 +5,6 @@
 #include "gpu_util.hpp"
 #include "onnx/import.hpp"
 #include "onnx_builder.hpp"
-#include "passes/pass_check.hpp"
 #include "plan/plan_writer.hpp"
 #include "stof/c_api.h"
 #include "stof/version.hpp"
@@ -35,14 +34,7 @@ std::string two_output_model() {
     b.initializer("W", w);
     b.node("MatMul", {"x", "W"}, {"xw"});
     b.node("Add", {"xw", "x"}, {"y"});
-    b.initializer("scale", test::scalar_f32(0.125f));
-    auto& t = b.node("Transpose", {"k"}, {"kt"});
-    test::set_attr(t, "perm", std::vector<int64_t>{0, 1, 3, 2});
-    b.node("MatMul", {"q", "kt"}, {"s"});
-    b.node("Mul", {"s", "scale"}, {"ss"});
-    auto& sm = b.node("Softmax", {"ss"}, {"p"});
-    test::set_attr(sm, "axis", int64_t{-1});
-    b.node("MatMul", {"p", "v"}, {"o"});
+    test::add_attention(b, 0.125f);
     b.output("y");
     b.output("o");
     return b.bytes();
