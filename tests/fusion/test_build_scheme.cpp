@@ -5,14 +5,12 @@
 #include "onnx/import.hpp"
 #include "onnx_builder.hpp"
 #include "pipeline.hpp"
-#include "stof/npy.hpp"
 #include "test_util.hpp"
+#include "zoo_model.hpp"
 
-#include <filesystem>
 #include <map>
 
 using namespace stof;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -140,13 +138,7 @@ TEST_CASE("initial and fused schemes: steps per layer of the zoo models", "[cpu]
         for (const bool initial : {true, false}) {
             INFO(name << (initial ? " initial" : " fused"));
             const int per_layer = initial ? counts.first : counts.second;
-            const fs::path dir = fs::path(test::source_dir()) / "models" / name;
-            ir::Graph g = import_onnx_file((dir / "model.onnx").string());
-            PipelineOptions opt;
-            for (const auto& f : fs::directory_iterator(dir / "inputs"))
-                opt.pass.input_shapes[f.path().stem().string()] = read_npy(f.path().string()).shape;
-            opt.pass.plan_precision = Precision::fp16;
-            run_pipeline(g, opt);
+            const ir::Graph g = test::zoo_graph(name, Precision::fp16);
             std::map<int, int> steps_by_layer;
             const fusion::FusionPlan p = initial
                                              ? fusion::initial_scheme(g)

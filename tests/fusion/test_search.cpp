@@ -8,9 +8,9 @@
 #include "onnx_builder.hpp"
 #include "pipeline.hpp"
 #include "plan/plan_writer.hpp"
-#include "stof/npy.hpp"
 #include "test_util.hpp"
 #include "tool_run.hpp"
+#include "zoo_model.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -224,13 +224,7 @@ TEST_CASE("search: the final check keeps the initial scheme when the whole plan 
 TEST_CASE("search: with the offline cost model every zoo model reaches the fused scheme's steps", "[cpu][fusion]") {
     for (const char* name : {"bert-dynamo", "gpt2-dynamo", "llama-dynamo", "t5-dynamo", "vit-dynamo"}) {
         INFO(name);
-        const std::string dir = test::source_dir() + "/models/" + name;
-        ir::Graph g = import_onnx_file(dir + "/model.onnx");
-        PipelineOptions opt;
-        for (const auto& f : std::filesystem::directory_iterator(dir + "/inputs"))
-            opt.pass.input_shapes[f.path().stem().string()] = read_npy(f.path().string()).shape;
-        opt.pass.plan_precision = Precision::fp16;
-        run_pipeline(g, opt);
+        const ir::Graph g = test::zoo_graph(name, Precision::fp16);
         fusion::CostModel model(Precision::fp16);
         const fusion::SearchResult r = fusion::search(g, model, {});
         auto steps = [](const fusion::FusionPlan& p) {

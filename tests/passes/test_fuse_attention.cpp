@@ -11,6 +11,7 @@
 #include "stof/compare.hpp"
 #include "stof/npy.hpp"
 #include "test_util.hpp"
+#include "zoo_model.hpp"
 
 #include <filesystem>
 #include <set>
@@ -66,8 +67,7 @@ bool node_keeps(const ir::Graph& g, const ir::Node& a, int64_t b, int64_t h, int
 plan::Plan fp16_plan(const fs::path& dir, const std::vector<std::string>& masks) {
     ir::Graph g = import_onnx_file((dir / "model.onnx").string());
     CompileOptions opt;
-    for (const auto& f : fs::directory_iterator(dir / "inputs"))
-        opt.pipeline.pass.input_shapes[f.path().stem().string()] = read_npy(f.path().string()).shape;
+    opt.pipeline.pass.input_shapes = test::stored_input_shapes(dir);
     opt.pipeline.pass.masks = masks;
     opt.lower.precision = Precision::fp16;
     opt.lower.arch = "sm_90";

@@ -12,8 +12,8 @@
 #include "onnx_builder.hpp"
 #include "passes/attention_mask.hpp"
 #include "pipeline.hpp"
-#include "stof/npy.hpp"
 #include "test_util.hpp"
+#include "zoo_model.hpp"
 
 #include <cmath>
 #include <filesystem>
@@ -153,8 +153,9 @@ TEST_CASE("tile classification equals entry evaluation on every zoo model", "[cp
             if (resized && !text) continue;
             INFO(name << (resized ? " at 3x200" : ""));
             PassOptions opt;
-            for (const auto& f : fs::directory_iterator(d.path() / "inputs"))
-                opt.input_shapes[f.path().stem().string()] = resized ? Shape{3, 200} : read_npy(f.path().string()).shape;
+            opt.input_shapes = test::stored_input_shapes(d.path());
+            if (resized)
+                for (auto& [input, shape] : opt.input_shapes) shape = Shape{3, 200};
             const Verdict v = compare_methods(prepared(import_onnx_file((d.path() / "model.onnx").string()), opt), opt);
             CHECK(v.blocks == 2);
             CHECK(v.refused == 0);

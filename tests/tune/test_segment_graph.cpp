@@ -2,13 +2,9 @@
 // step (its inputs and outputs already in the plan's storage types: no conversions).
 #include "codegen/lower.hpp"
 #include "fusion/search.hpp"
-#include "onnx/import.hpp"
-#include "pipeline.hpp"
-#include "stof/npy.hpp"
 #include "test_util.hpp"
 #include "tune/segment_graph.hpp"
-
-#include <filesystem>
+#include "zoo_model.hpp"
 
 using namespace stof;
 
@@ -16,13 +12,7 @@ TEST_CASE("segment graphs: each segment of a zoo plan alone is a one-step plan",
     for (const char* name : {"bert-torchscript", "llama-dynamo", "t5-torchscript"}) {
         for (const Precision prec : {Precision::fp16, Precision::fp32}) {
             INFO(name << " " << precision_name(prec));
-            const std::string dir = test::source_dir() + "/models/" + name;
-            ir::Graph g = import_onnx_file(dir + "/model.onnx");
-            PipelineOptions opt;
-            for (const auto& f : std::filesystem::directory_iterator(dir + "/inputs"))
-                opt.pass.input_shapes[f.path().stem().string()] = read_npy(f.path().string()).shape;
-            opt.pass.plan_precision = prec;
-            run_pipeline(g, opt);
+            const ir::Graph g = test::zoo_graph(name, prec);
             const fusion::FusionPlan p = fusion::fused_scheme(g);
             codegen::LowerOptions lo;
             lo.precision = prec;
