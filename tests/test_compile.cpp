@@ -1,5 +1,6 @@
 // compile_model: what every plan gets regardless of precision, and what it reports.
 #include "compile.hpp"
+#include "compile_options.hpp"
 #include "onnx/import.hpp"
 #include "onnx_builder.hpp"
 #include "test_util.hpp"
@@ -19,12 +20,7 @@ std::string attention_model(int64_t d, int64_t seq = 16) {
 
 plan::Plan compile(const std::string& bytes, Precision p, const std::string& arch = "sm_90") {
     ir::Graph g = import_onnx_bytes(bytes, "", "attention");
-    CompileOptions opt;
-    opt.lower.precision = p;
-    opt.lower.arch = arch;
-    opt.lower.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
-    opt.lower.model = "attention.onnx";
-    return compile_model(g, opt);
+    return compile_model(g, test::compile_options(p, "attention.onnx", arch));
 }
 
 // The kernel of the plan's only attention step.

@@ -4,6 +4,7 @@
 // interpreter with the zoo's inputs.
 #include "catch.hpp"
 #include "compile.hpp"
+#include "compile_options.hpp"
 #include "onnx/import.hpp"
 #include "onnx_builder.hpp"
 #include "pipeline.hpp"
@@ -29,14 +30,7 @@ namespace {
 
 std::string zoo(const std::string& name) { return test::source_dir() + "/models/" + name + "/model.onnx"; }
 
-CompileOptions offline_options(Precision p = Precision::fp16) {
-    CompileOptions opt;
-    opt.lower.precision = p;
-    opt.lower.arch = "sm_90";
-    opt.lower.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
-    opt.lower.model = "model.onnx";
-    return opt;
-}
+CompileOptions offline_options() { return test::compile_options(Precision::fp16, "model.onnx"); }
 
 // x [batch, seq, 8] through `op` (a reduction or normalisation over axis 1, ...) to y.
 std::string seq_model(const std::string& op) {
@@ -201,8 +195,8 @@ TEST_CASE("symbolic dimensions with no --shape get documented defaults", "[cpu][
     CHECK(named == "batch=1, seq=128");
 
     const std::string dir = test::fresh_dir("shape_defaults");
-    const test::ToolResult r = test::run_stofc({"compile", "--offline", zoo("bert-dynamo"), "-o", dir + "/bert.plan",
-                                                "--cache-dir", test::binary_dir() + "/test_tmp/plan_cache"});
+    const test::ToolResult r = test::run_stofc(
+        {"compile", "--offline", zoo("bert-dynamo"), "-o", dir + "/bert.plan", "--cache-dir", test::kernel_cache_dir()});
     INFO(r.err);
     CHECK(r.rc == 0);
     CHECK(r.err.find("warning: the model has symbolic dimensions and no --shape was given: compiling for batch=1, seq=128") !=
@@ -353,7 +347,7 @@ TEST_CASE("stofc compile --shape MIN..MAX writes one plan; inspect lists its buc
     const std::string plan_path = dir + "/bert.plan";
     const test::ToolResult c = test::run_stofc({"compile", "--offline", zoo("bert-torchscript"), "-o", plan_path, "--precision",
                                                 "fp16", "--shape", "input_ids=1..2x16..64", "--cache-dir",
-                                                test::binary_dir() + "/test_tmp/plan_cache"});
+                                                test::kernel_cache_dir()});
     INFO(c.err);
     REQUIRE(c.rc == 0);
     CHECK(c.err.find("bucket 6/6: batch=2, seq=64") != std::string::npos);

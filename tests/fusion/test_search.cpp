@@ -2,6 +2,7 @@
 // kind taken and rolled back, the reward sampler's allocation, the final check, the
 // sweep of the costliest kernels (--tune-sweep) and its report in the plan.
 #include "compile.hpp"
+#include "compile_options.hpp"
 #include "fusion/cost_model.hpp"
 #include "fusion/search.hpp"
 #include "onnx/import.hpp"
@@ -468,9 +469,7 @@ TEST_CASE("sweep: every config of the costliest kernels timed once, the true fas
 TEST_CASE("sweep: the plan records it, stofc inspect shows it, --tune-sweep needs --tune full", "[cpu][fusion]") {
     ir::Graph g = exp_softmax_neg(2);
     Oracle o(sweep_oracle);
-    CompileOptions opt;
-    opt.lower.arch = "sm_90";
-    opt.lower.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
+    CompileOptions opt = test::compile_options(Precision::fp32);
     opt.search.stage1 = false;
     opt.search.stage2_first = 1;
     opt.search.stage2_max_rounds = 0;

@@ -2,6 +2,7 @@
 // and no Softmax, with unchanged reference outputs; near-misses stay unfused;
 // --mask is intersected with the model's own mask.
 #include "compile.hpp"
+#include "compile_options.hpp"
 #include "interp/interpreter.hpp"
 #include "onnx/import.hpp"
 #include "ops/attention_layout.hpp"
@@ -66,13 +67,9 @@ bool node_keeps(const ir::Graph& g, const ir::Node& a, int64_t b, int64_t h, int
 // (kernels compiled offline into a test cache).
 plan::Plan fp16_plan(const fs::path& dir, const std::vector<std::string>& masks) {
     ir::Graph g = import_onnx_file((dir / "model.onnx").string());
-    CompileOptions opt;
+    CompileOptions opt = test::compile_options(Precision::fp16, "model.onnx");
     opt.pipeline.pass.input_shapes = test::stored_input_shapes(dir);
     opt.pipeline.pass.masks = masks;
-    opt.lower.precision = Precision::fp16;
-    opt.lower.arch = "sm_90";
-    opt.lower.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
-    opt.lower.model = "model.onnx";
     return compile_model(g, opt);
 }
 

@@ -2,6 +2,7 @@
 // asynchronous run on caller's device buffers and stream give the same bytes.
 #include "catch.hpp"
 #include "compile.hpp"
+#include "compile_options.hpp"
 #include "gpu_util.hpp"
 #include "onnx/import.hpp"
 #include "onnx_builder.hpp"
@@ -70,12 +71,8 @@ TEST_CASE("C API plans: enqueued runs on caller buffers and streams match the sy
     cudaDeviceProp prop{};
     REQUIRE_CUDA(cudaGetDeviceProperties(&prop, 0));
     ir::Graph g = import_onnx_bytes(two_output_model(), "", "two_outputs");
-    CompileOptions opt;
-    opt.lower.precision = Precision::fp16;
-    opt.lower.arch = "sm_" + std::to_string(prop.major * 10 + prop.minor);
-    opt.lower.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
-    opt.lower.model = "two_outputs.onnx";
-    const plan::Plan compiled = compile_model(g, opt);
+    const plan::Plan compiled = compile_model(
+        g, test::compile_options(Precision::fp16, "two_outputs.onnx", "sm_" + std::to_string(prop.major * 10 + prop.minor)));
     const std::string path = test::binary_dir() + "/test_tmp/c_api_two_outputs.plan";
     std::filesystem::create_directories(test::binary_dir() + "/test_tmp");
     plan::write_plan(compiled, path);

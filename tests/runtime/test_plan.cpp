@@ -5,6 +5,7 @@
 // file and the damage, never a crash.
 #include "catch.hpp"
 #include "compile.hpp"
+#include "compile_options.hpp"
 #include "onnx/import.hpp"
 #include "onnx_builder.hpp"
 #include "pipeline.hpp"
@@ -309,12 +310,7 @@ plan::Plan compiled_plan() {
     b.node("Softmax", {"n"}, {"y"});
     b.output("y");
     ir::Graph g = import_onnx_bytes(b.bytes(), "", "sample");
-    CompileOptions opt;
-    opt.lower.precision = Precision::fp16;
-    opt.lower.arch = "sm_90";
-    opt.lower.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
-    opt.lower.model = "sample.onnx";
-    return compile_model(g, opt);
+    return compile_model(g, test::compile_options(Precision::fp16, "sample.onnx"));
 }
 
 // What the reader says when byte i of `bytes` is flipped (checksums checked).

@@ -3,6 +3,7 @@
 // against a plan compiled for exactly that shape; outputs poisoned before each run.
 #include "catch.hpp"
 #include "compile.hpp"
+#include "compile_options.hpp"
 #include "gpu_util.hpp"
 #include "onnx/import.hpp"
 #include "pipeline.hpp"
@@ -36,11 +37,7 @@ std::string device_arch() {
 }
 
 CompileOptions gpu_options() {
-    CompileOptions opt;
-    opt.lower.precision = Precision::fp16;
-    opt.lower.arch = device_arch();
-    opt.lower.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
-    opt.lower.model = "model.onnx";
+    CompileOptions opt = test::compile_options(Precision::fp16, "model.onnx", device_arch());
     opt.pipeline.pass.masks = {kMask};
     return opt;
 }

@@ -3,6 +3,7 @@
 // file and back; every runtime but the tuning worker refuses them. On a GPU: the
 // worker fills them, the same way for a candidate and its reference.
 #include "compile.hpp"
+#include "compile_options.hpp"
 #include "gpu_tuning.hpp"
 #include "gpu_util.hpp"
 #include "onnx/import.hpp"
@@ -39,10 +40,7 @@ std::string large_weight_model(std::mt19937_64& rng) {
 
 plan::Plan compiled(const std::string& model, bool placeholders) {
     ir::Graph g = import_onnx_bytes(model, "", "large");
-    CompileOptions opt;
-    opt.lower.precision = Precision::fp16;
-    opt.lower.arch = "sm_90";
-    opt.lower.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
+    CompileOptions opt = test::compile_options(Precision::fp16);
     opt.lower.placeholder_weights = placeholders;
     return compile_model(g, opt);
 }

@@ -1,6 +1,7 @@
 // Every segment of the zoo's fused plans compiles alone into a plan of exactly one
 // step (its inputs and outputs already in the plan's storage types: no conversions).
 #include "codegen/lower.hpp"
+#include "compile_options.hpp"
 #include "fusion/search.hpp"
 #include "test_util.hpp"
 #include "tune/segment_graph.hpp"
@@ -16,7 +17,7 @@ TEST_CASE("segment graphs: each segment of a zoo plan alone is a one-step plan",
             const fusion::FusionPlan p = fusion::fused_scheme(g);
             codegen::LowerOptions lo;
             lo.precision = prec;
-            lo.cache_dir = test::binary_dir() + "/test_tmp/plan_cache";
+            lo.cache_dir = test::kernel_cache_dir();
             int compiled = 0;
             for (const fusion::Segment& s : p.segments) {
                 if (s.kind == fusion::SegmentKind::view || s.kind == fusion::SegmentKind::attention) continue;
