@@ -228,13 +228,13 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
     // S = Q K^T of the tile in stage s (issued and committed, not waited for): D / 16
     // k-steps of 32 bytes within a 128-byte row, BOX bytes per 64 columns.
     auto issue_qk = [&](float(&sc)[32], int s) {
-        const uint32_t ks = sbase + Tr::K_OFFSET + s * TILE;
+        const uint64_t dk = sm90::desc_sw128(sbase + Tr::K_OFFSET + s * TILE, 16, 1024);
         sm90::fence_regs(sc);
         sm90::wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
             const uint32_t off = (kk >> 2) * BOX + (kk & 3) * 32;
-            sm90::Wgmma<T>::template rs_n64<0>(sc, qf[kk], sm90::desc_sw128(ks + off, 16, 1024), kk > 0);
+            sm90::Wgmma<T>::template rs_n64<0>(sc, qf[kk], sm90::desc_advance(dk, off), kk > 0);
         }
         sm90::wgmma_commit();
         sm90::fence_regs(sc);
@@ -334,13 +334,13 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
 
     // O += P V of the tile in stage s: 16 V rows of 128 bytes per k-step (committed, not waited for).
     auto issue_pv = [&](const uint32_t(&pa)[4][4], int s, uint32_t phase) {
-        const uint32_t vs = sbase + Tr::V_OFFSET + s * TILE;
+        const uint64_t dv0 = sm90::desc_sw128(sbase + Tr::V_OFFSET + s * TILE, BOX, 1024);
         sm90::mbar_wait(full_v(s), phase);
         sm90::fence_regs(o);
         sm90::wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
-            const uint64_t dv = sm90::desc_sw128(vs + kk * 16 * 128, BOX, 1024);
+            const uint64_t dv = sm90::desc_advance(dv0, kk * 16 * 128);
             if constexpr (D == 128) sm90::Wgmma<T>::template rs_n128<1>(o, pa[kk], dv, 1);
             else sm90::Wgmma<T>::template rs_n64<1>(o, pa[kk], dv, 1);
         }

@@ -103,6 +103,13 @@ __device__ __forceinline__ uint64_t desc_sw128(uint32_t addr, uint32_t lbo, uint
            static_cast<uint64_t>((sbo >> 4) & 0x3FFF) << 32 | uint64_t{1} << 62;
 }
 
+// desc_sw128(addr + offset, ...) from desc_sw128(addr, ...), `offset` a multiple of 16 that
+// keeps the address in shared memory: the start-address field (bits 0..13, addr / 16) takes
+// offset / 16 without a carry, so one 32-bit add on the low word does it.
+__device__ __forceinline__ uint64_t desc_advance(uint64_t desc, uint32_t offset) {
+    return (desc & 0xFFFFFFFF00000000ull) | (static_cast<uint32_t>(desc) + (offset >> 4));
+}
+
 // wgmma for T = __half or __nv_bfloat16, fp32 accumulators, d = (accumulate ? d : 0) + A B:
 //   rs_n64, rs_n128: A (64 x 16, registers) * B (16 x N, shared; TransB 0: K-major, 1: N-major).
 template <typename T> struct Wgmma;
