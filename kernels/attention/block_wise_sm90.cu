@@ -6,6 +6,7 @@
 #include <cudaTypedefs.h>
 
 #include <algorithm>
+#include <cstdint>
 
 namespace stof::kernels::attn {
 
@@ -85,6 +86,8 @@ bool sm90_device() {
 
 cudaError_t launch_block_wise_sm90(const AttnParams& p, ElemType e, int head_dim, cudaStream_t stream) {
     if ((head_dim != 64 && head_dim != 128) || !sm90_device()) return cudaErrorNotSupported;
+    // Tile bitmaps are bulk-copied into shared memory.
+    if (reinterpret_cast<uintptr_t>(p.bitmaps) % 16 != 0) return cudaErrorNotSupported;
     const bool bf16 = e == ElemType::bf16;
     const int kv_heads = p.heads / p.group;
     CUtensorMap tq, tk, tv, to;

@@ -8,8 +8,9 @@
 //     buffers (once the O of item n - 2 has left it), walks the listed 64-column key tiles
 //     of the item's rows (the union of the two 64-row mask tile rows' lists, ascending;
 //     one list for a tile_m = 128 mask) and, per tile, writes the tile's TileInfo to the
-//     stage and issues bulk tensor copies of K and V into a STAGES-deep shared-memory ring
-//     (one mbarrier each for K and V, one for the stage being free again), then an
+//     stage and issues bulk tensor copies of K and V (and bulk copies of the bitmaps of
+//     its partial halves, with K) into a STAGES-deep shared-memory ring (one mbarrier each
+//     for K and V, one for the stage being free again), then an
 //     end-of-item entry. The ring runs on across items, so the next item's tiles load
 //     while the consumers finish the current one.
 //   warpgroups 1 and 2: the consumers; consumer w owns query rows 64w..64w+63 (its mask
@@ -23,7 +24,7 @@
 // Registers move from the producer warpgroup (40) to the consumers (232) by setmaxnreg.
 //
 // Shared memory (1024-byte aligned): Q [2 buffers][2 consumers][TILE] | K [STAGES][TILE] |
-// V [STAGES][TILE] | mbarriers | TileInfo [STAGES]. A TILE is 64 rows x D, stored as
+// V [STAGES][TILE] | mbarriers | TileInfo [STAGES] | bitmaps [STAGES][1024 bytes]. A TILE is 64 rows x D, stored as
 // D / 64 boxes of 64 rows x 128 bytes in the 128-byte swizzle (chunk c of row r at c ^ (r % 8)).
 #pragma once
 
@@ -53,9 +54,13 @@ template <int D> struct Sm90Traits {
     // mbarriers: q_full[2], q_empty[2], full_k[STAGES], full_v[STAGES], empty[STAGES]
     static constexpr int BAR_OFFSET = V_OFFSET + STAGES * TILE_BYTES;
     static constexpr int INFO_OFFSET = BAR_OFFSET + 8 * (4 + 3 * STAGES);
-    static constexpr int SMEM_BYTES = INFO_OFFSET + 32 * STAGES + 1024;  // + alignment slack
+    // Per stage, the bitmaps of the tile's partial 64-row halves: consumer w's at 512 * w.
+    static constexpr int BITMAP_BYTES = 1024;
+    static constexpr int BITMAP_OFFSET = INFO_OFFSET + 32 * STAGES;
+    static constexpr int SMEM_BYTES = BITMAP_OFFSET + BITMAP_BYTES * STAGES + 1024;  // + alignment slack
     static constexpr int CONSUMER_THREADS = 256;
     static_assert(SMEM_BYTES <= 227 * 1024, "block-wise sm90 attention: shared memory");
+    static_assert(BITMAP_OFFSET % 16 == 0, "block-wise sm90 attention: bulk copies need 16-byte alignment");
 };
 
 // What the producer tells the consumers about the tile in a stage.
@@ -173,7 +178,17 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
                     sm90::mbar_arrive(full_k(s));
                     sm90::mbar_arrive(full_v(s));
                 } else {
-                    sm90::mbar_arrive_expect_tx(full_k(s), TILE);
+                    // The bitmaps of a partial tile travel with K: 64 words per 64 rows.
+                    const uint32_t bms = sbase + Tr::BITMAP_OFFSET + s * Tr::BITMAP_BYTES;
+                    const uint32_t wbytes = 8u * p.words_per_tile;
+                    const uint32_t bm_bytes = shared_list ? (t.bm0 >= 0 ? wbytes : 0u)
+                                                          : (t.bm0 >= 0 ? wbytes : 0u) + (t.bm1 >= 0 ? wbytes : 0u);
+                    sm90::mbar_arrive_expect_tx(full_k(s), TILE + bm_bytes);
+                    if (t.bm0 >= 0)
+                        sm90::bulk_load(bms, p.bitmaps + static_cast<int64_t>(t.bm0) * p.words_per_tile, wbytes, full_k(s));
+                    if (!shared_list && t.bm1 >= 0)
+                        sm90::bulk_load(bms + wbytes, p.bitmaps + static_cast<int64_t>(t.bm1) * p.words_per_tile, wbytes,
+                                        full_k(s));
                     for (int x = 0; x < Tr::BOXES; ++x)
                         sm90::tma_load_4d(sbase + Tr::K_OFFSET + s * TILE + x * BOX, &tk, full_k(s), 64 * x, t.col * Tr::BN, hk,
                                           b);
@@ -241,16 +256,15 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
     };
     // The keep bits of this lane's scores when the tile needs masking (bit 2n + c: column
     // 8n + 2t4 + c of rows g (keep0) and g + 8 (keep1), 8x8 row blocks 2wq and 2wq + 1).
-    auto load_keep = [&](const TileInfo& t, int bm, uint32_t& keep0, uint32_t& keep1) {
+    auto load_keep = [&](const TileInfo& t, int bm, int s, uint32_t& keep0, uint32_t& keep1) {
         keep0 = keep1 = 0xFFFFu;
         if (bm >= 0) {
-            const unsigned char* words = reinterpret_cast<const unsigned char*>(
-                p.bitmaps + static_cast<int64_t>(bm) * p.words_per_tile + (shared_list ? 64 * w : 0));
+            const unsigned char* words = smem + Tr::BITMAP_OFFSET + s * Tr::BITMAP_BYTES + 512 * w;
             keep0 = keep1 = 0;
 #pragma unroll
             for (int n = 0; n < 8; ++n) {
-                keep0 |= ((static_cast<uint32_t>(__ldg(words + ((2 * wq) * 8 + n) * 8 + g)) >> (2 * t4)) & 3u) << (2 * n);
-                keep1 |= ((static_cast<uint32_t>(__ldg(words + ((2 * wq + 1) * 8 + n) * 8 + g)) >> (2 * t4)) & 3u) << (2 * n);
+                keep0 |= ((static_cast<uint32_t>(words[((2 * wq) * 8 + n) * 8 + g]) >> (2 * t4)) & 3u) << (2 * n);
+                keep1 |= ((static_cast<uint32_t>(words[((2 * wq + 1) * 8 + n) * 8 + g]) >> (2 * t4)) & 3u) << (2 * n);
             }
         }
         if (t.cols != ~0ull) {
@@ -394,7 +408,7 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
             float alpha[2];
             uint32_t keep0, keep1;
             issue_qk(sc, s);
-            load_keep(t, bm, keep0, keep1);
+            load_keep(t, bm, s, keep0, keep1);
             sm90::wgmma_wait<0>();
             sm90::fence_regs(sc);
             softmax(sc, t, bm, keep0, keep1, alpha);
@@ -421,14 +435,14 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
                         break;
                     }
                     issue_qk(sc, s2);
-                    load_keep(t2, bm2, keep0, keep1);
+                    load_keep(t2, bm2, s2, keep0, keep1);
                     sm90::wgmma_wait<0>();
                     sm90::fence_regs(sc);
                     softmax(sc, t2, bm2, keep0, keep1, alpha);
                     rescale_o(alpha);
                 } else {
                     issue_qk(sc, s2);
-                    load_keep(t2, bm2, keep0, keep1);
+                    load_keep(t2, bm2, s2, keep0, keep1);
                     issue_pv(pa, s, phase);
                     sm90::wgmma_wait<1>();
                     sm90::fence_regs(sc);
