@@ -44,11 +44,11 @@ bool encode(CUtensorMap* map, const void* base, bool bf16, int d, int rows, int 
               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-template <typename T, int D>
+template <typename T, int D, int C>
 cudaError_t launch(const AttnParams& p, const CUtensorMap& tq, const CUtensorMap& tk, const CUtensorMap& tv,
                    const CUtensorMap& to, cudaStream_t stream) {
-    using Tr = Sm90Traits<D>;
-    constexpr auto kernel = block_wise_sm90_kernel<T, D>;
+    using Tr = Sm90Traits<D, C>;
+    constexpr auto kernel = block_wise_sm90_kernel<T, D, C>;
     int dev = 0;
     cudaError_t e = configure_shared_memory<kernel>(Tr::SMEM_BYTES, dev);
     if (e != cudaSuccess) return e;
@@ -96,9 +96,14 @@ cudaError_t launch_block_wise_sm90(const AttnParams& p, ElemType e, int head_dim
         !encode(&tv, p.v, bf16, head_dim, p.seq_k, kv_heads, p.batch, p.v_sb, p.v_sh, p.v_ss) ||
         !encode(&to, p.o, bf16, head_dim, p.seq_q, p.heads, p.batch, p.o_sb, p.o_sh, p.o_ss))
         return cudaErrorNotSupported;
+    // Three consumer warpgroups (192 query rows) at head dim 64 with 64-row mask tiles.
+    if (head_dim == 64 && p.tile_m == 64)
+        return bf16 ? launch<__nv_bfloat16, 64, 3>(p, tq, tk, tv, to, stream)
+                    : launch<__half, 64, 3>(p, tq, tk, tv, to, stream);
     if (head_dim == 64)
-        return bf16 ? launch<__nv_bfloat16, 64>(p, tq, tk, tv, to, stream) : launch<__half, 64>(p, tq, tk, tv, to, stream);
-    return bf16 ? launch<__nv_bfloat16, 128>(p, tq, tk, tv, to, stream) : launch<__half, 128>(p, tq, tk, tv, to, stream);
+        return bf16 ? launch<__nv_bfloat16, 64, 2>(p, tq, tk, tv, to, stream)
+                    : launch<__half, 64, 2>(p, tq, tk, tv, to, stream);
+    return bf16 ? launch<__nv_bfloat16, 128, 2>(p, tq, tk, tv, to, stream) : launch<__half, 128, 2>(p, tq, tk, tv, to, stream);
 }
 
 }  // namespace stof::kernels::attn

@@ -1,19 +1,20 @@
 // Block-wise sparse attention for Hopper (sm_90a): TMA, wgmma, warp specialisation.
 //
-// Work items are (128 query rows, head, batch), in groups of heads whose K and V fit in L2
-// and, within a group, heaviest query blocks first as far as the first mask pattern's first
-// and last tile rows tell (see `late_first`); a persistent grid of at most one CTA per
-// multiprocessor takes items c, c + gridDim.x, ... A CTA has three warpgroups:
+// Work items are (64 C query rows, head, batch), C = 2 consumers, or 3 at head dim 64 with
+// 64-row mask tiles; in groups of heads whose K and V fit in L2 and, within a group,
+// heaviest query blocks first as far as the first mask pattern's first and last tile rows
+// tell (see `late_first`); a persistent grid of at most one CTA per multiprocessor takes
+// items c, c + gridDim.x, ... A CTA has C + 1 warpgroups:
 //   warpgroup 0, one thread: the producer. Per item it loads the Q tile into one of two
 //     buffers (once the O of item n - 2 has left it), walks the listed 64-column key tiles
-//     of the item's rows (the union of the two 64-row mask tile rows' lists, ascending;
-//     one list for a tile_m = 128 mask) and, per tile, writes the tile's TileInfo to the
-//     stage and issues bulk tensor copies of K and V (and bulk copies of the bitmaps of
-//     its partial halves, with K) into a STAGES-deep shared-memory ring (one mbarrier each
-//     for K and V, one for the stage being free again), then an
-//     end-of-item entry. The ring runs on across items, so the next item's tiles load
-//     while the consumers finish the current one.
-//   warpgroups 1 and 2: the consumers; consumer w owns query rows 64w..64w+63 (its mask
+//     of the item's rows (the union of the C 64-row mask tile rows' lists, ascending; one
+//     list for a tile_m = 128 mask) and, per tile, writes the tile's TileInfo to the stage
+//     and issues bulk tensor copies of K and V (and bulk copies of the bitmaps of its
+//     partial 64-row parts, with K) into a STAGES-deep shared-memory ring (one mbarrier
+//     each for K and V, one for the stage being free again), then an end-of-item entry.
+//     The ring runs on across items, so the next item's tiles load while the consumers
+//     finish the current one.
+//   warpgroups 1..C: the consumers; consumer w owns query rows 64w..64w+63 (its mask
 //     tile row), its Q rows in registers. Per tile: S = Q K^T (wgmma, Q from registers, K
 //     from shared memory), scale, bias, mask (only when the tile is partial or holds invalid
 //     keys; full tiles run no mask code), online softmax in the log2 domain, then
@@ -21,11 +22,12 @@
 //     list is released untouched. The MMAs are pipelined within a consumer: QK^T of its
 //     next tile is issued before PV of the current one, and its softmax runs while PV does.
 //     O / l goes back through the item's Q tile and a tensor store.
-// Registers move from the producer warpgroup (40) to the consumers (232) by setmaxnreg.
+// Registers move from the producer warpgroup to the consumers by setmaxnreg (Sm90Traits).
 //
-// Shared memory (1024-byte aligned): Q [2 buffers][2 consumers][TILE] | K [STAGES][TILE] |
-// V [STAGES][TILE] | mbarriers | TileInfo [STAGES] | bitmaps [STAGES][1024 bytes]. A TILE is 64 rows x D, stored as
-// D / 64 boxes of 64 rows x 128 bytes in the 128-byte swizzle (chunk c of row r at c ^ (r % 8)).
+// Shared memory (1024-byte aligned): Q [2 buffers][C consumers][TILE] | K [STAGES][TILE] |
+// V [STAGES][TILE] | mbarriers | TileInfo [STAGES] | bitmaps [STAGES][C][512 bytes]. A
+// TILE is 64 rows x D, stored as D / 64 boxes of 64 rows x 128 bytes in the 128-byte
+// swizzle (chunk c of row r at c ^ (r % 8)).
 #pragma once
 
 #include "mma.cuh"
@@ -39,44 +41,49 @@
 
 namespace stof::kernels::attn {
 
-template <int D> struct Sm90Traits {
+// C consumer warpgroups (2, or 3 at D = 64 with 64-row mask tiles), 64 query rows each.
+template <int D, int C> struct Sm90Traits {
     static_assert(D == 64 || D == 128, "block-wise sm90 attention: head_dim must be 64 or 128");
-    static constexpr int BM = 128;  // query rows per CTA (two consumer warpgroups)
-    static constexpr int BN = 64;   // key columns per tile (mask tile_n)
-    static constexpr int THREADS = 384;
+    static_assert(C == 2 || (C == 3 && D == 64), "block-wise sm90 attention: 2 consumers, or 3 at head_dim 64");
+    static constexpr int BM = 64 * C;  // query rows per CTA
+    static constexpr int BN = 64;      // key columns per tile (mask tile_n)
+    static constexpr int THREADS = 128 * (C + 1);
     static constexpr int STAGES = D == 64 ? 6 : 4;
     static constexpr int BOXES = D / 64;        // 128-byte swizzle boxes per tile row
     static constexpr int BOX_BYTES = 64 * 128;  // 64 rows x 64 elements
     static constexpr int TILE_BYTES = BOXES * BOX_BYTES;
     static constexpr int Q_OFFSET = 0;  // [buffer][consumer] Q tiles, double buffered
-    static constexpr int K_OFFSET = 4 * TILE_BYTES;
+    static constexpr int K_OFFSET = 2 * C * TILE_BYTES;
     static constexpr int V_OFFSET = K_OFFSET + STAGES * TILE_BYTES;
     // mbarriers: q_full[2], q_empty[2], full_k[STAGES], full_v[STAGES], empty[STAGES]
     static constexpr int BAR_OFFSET = V_OFFSET + STAGES * TILE_BYTES;
     static constexpr int INFO_OFFSET = BAR_OFFSET + 8 * (4 + 3 * STAGES);
-    // Per stage, the bitmaps of the tile's partial 64-row halves: consumer w's at 512 * w.
-    static constexpr int BITMAP_BYTES = 1024;
+    // Per stage, the bitmaps of the tile's partial 64-row parts: consumer w's at 512 * w.
+    static constexpr int BITMAP_BYTES = 512 * C;
     static constexpr int BITMAP_OFFSET = INFO_OFFSET + 32 * STAGES;
     static constexpr int SMEM_BYTES = BITMAP_OFFSET + BITMAP_BYTES * STAGES + 1024;  // + alignment slack
-    static constexpr int CONSUMER_THREADS = 256;
+    static constexpr int CONSUMER_THREADS = 128 * C;
+    // Registers per thread after setmaxnreg: the producer warpgroup gives what the consumers take.
+    static constexpr int PRODUCER_REGS = C == 2 ? 40 : 24;
+    static constexpr int CONSUMER_REGS = C == 2 ? 232 : 160;
+    static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * CONSUMER_THREADS <= 65536, "block-wise sm90 attention: registers");
     static_assert(SMEM_BYTES <= 227 * 1024, "block-wise sm90 attention: shared memory");
     static_assert(BITMAP_OFFSET % 16 == 0, "block-wise sm90 attention: bulk copies need 16-byte alignment");
 };
 
 // What the producer tells the consumers about the tile in a stage.
 struct TileInfo {
-    int col;       // tile column; INT_MAX: the list is done
-    int bm0, bm1;  // per consumer: -2 not listed, -1 full, >= 0 bitmap index
-    int pad;
+    int col;                  // tile column; INT_MAX: the list is done
+    int bm[3];                // per consumer: -2 not listed, -1 full, >= 0 bitmap index
     unsigned long long cols;  // keys valid and < seq_k (bit c = column c of the tile)
 };
 
-template <typename T, int D>
-__global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
+template <typename T, int D, int C>
+__global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
     block_wise_sm90_kernel(const __grid_constant__ AttnParams p, const __grid_constant__ CUtensorMap tq,
                            const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv,
                            const __grid_constant__ CUtensorMap to, int hb_group) {
-    using Tr = Sm90Traits<D>;
+    using Tr = Sm90Traits<D, C>;
     constexpr int STAGES = Tr::STAGES, TILE = Tr::TILE_BYTES, BOX = Tr::BOX_BYTES;
     extern __shared__ unsigned char smem_raw[];
     unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
@@ -112,12 +119,13 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
         b = hb / p.heads;
         q0 = (late_first ? qblocks - 1 - rank : rank) * Tr::BM;
     };
-    const bool shared_list = p.tile_m == 128;  // one 128-row mask tile row for both consumers
+    // One 128-row mask tile row for both consumers (C = 2 only: the launcher's choice).
+    const bool shared_list = C == 2 && p.tile_m == 128;
 
     if (tid == 0) {
         for (int qb = 0; qb < 2; ++qb) {
             sm90::mbar_init(q_full(qb), 1);
-            sm90::mbar_init(q_empty(qb), 2);
+            sm90::mbar_init(q_empty(qb), C);
         }
         for (int s = 0; s < STAGES; ++s) {
             sm90::mbar_init(full_k(s), 1);
@@ -129,7 +137,7 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
     __syncthreads();
 
     if (wg == 0) {
-        sm90::setmaxnreg_dec<40>();
+        sm90::setmaxnreg_dec<Tr::PRODUCER_REGS>();
         if (tid != 0) return;
         sm90::prefetch_tmap(&tq);
         sm90::prefetch_tmap(&tk);
@@ -140,33 +148,39 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
             decode(item);
             const int hk = h / p.group, qb = n & 1;
             sm90::mbar_wait(q_empty(qb), ((n >> 1) & 1) ^ 1);  // the O of item n - 2 is stored
-            sm90::mbar_arrive_expect_tx(q_full(qb), 2 * TILE);
-            for (int w = 0; w < 2; ++w)
+            sm90::mbar_arrive_expect_tx(q_full(qb), C * TILE);
+            for (int w = 0; w < C; ++w)
                 for (int x = 0; x < Tr::BOXES; ++x)
-                    sm90::tma_load_4d(sbase + Tr::Q_OFFSET + (2 * qb + w) * TILE + x * BOX, &tq, q_full(qb), 64 * x,
+                    sm90::tma_load_4d(sbase + Tr::Q_OFFSET + (C * qb + w) * TILE + x * BOX, &tq, q_full(qb), 64 * x,
                                       q0 + 64 * w, h, b);
 
             const int pat = (p.mask_batch == 1 ? 0 : b) * p.mask_heads + (p.mask_heads == 1 ? 0 : h);
             const int32_t* rp = p.row_ptr + pat * (p.tile_rows + 1);
             const int tr0 = q0 / p.tile_m;
-            TileList la, lb;
-            la.init(p, __ldg(rp + tr0), __ldg(rp + tr0 + 1));
-            if (!shared_list && tr0 + 1 < p.tile_rows) lb.init(p, __ldg(rp + tr0 + 1), __ldg(rp + tr0 + 2));
-            else lb.init(p, 0, 0);
+            TileList lists[C];  // per consumer; with a shared list, lists[0] alone
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+                if (c == 0 || (!shared_list && tr0 + c < p.tile_rows))
+                    lists[c].init(p, __ldg(rp + tr0 + c), __ldg(rp + tr0 + c + 1));
+                else lists[c].init(p, 0, 0);
+            }
             const unsigned long long* kv_row = p.key_valid ? reinterpret_cast<const unsigned long long*>(p.key_valid) +
                                                                  static_cast<int64_t>(b) * p.kv_words
                                                            : nullptr;
 
             for (;;) {
                 TileInfo t;
-                t.col = min(la.col, lb.col);
-                t.bm0 = la.col == t.col ? la.bm : -2;
-                t.bm1 = shared_list ? t.bm0 : lb.col == t.col ? lb.bm : -2;
-                t.pad = 0;
+                t.col = lists[0].col;
+#pragma unroll
+                for (int c = 1; c < C; ++c) t.col = min(t.col, lists[c].col);
+#pragma unroll
+                for (int c = 0; c < 3; ++c)
+                    t.bm[c] = c >= C ? -2 : shared_list && c > 0 ? t.bm[0] : lists[c].col == t.col ? lists[c].bm : -2;
                 t.cols = ~0ull;
                 if (t.col != INT_MAX) {
-                    if (t.bm0 != -2) la.advance(p);
-                    if (!shared_list && t.bm1 != -2) lb.advance(p);
+#pragma unroll
+                    for (int c = 0; c < C; ++c)
+                        if (t.bm[c] != -2 && (c == 0 || !shared_list)) lists[c].advance(p);
                     if (kv_row) t.cols = __ldg(kv_row + t.col);
                     const int rem = p.seq_k - t.col * Tr::BN;
                     if (rem < Tr::BN) t.cols &= (1ull << rem) - 1;
@@ -181,14 +195,16 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
                     // The bitmaps of a partial tile travel with K: 64 words per 64 rows.
                     const uint32_t bms = sbase + Tr::BITMAP_OFFSET + s * Tr::BITMAP_BYTES;
                     const uint32_t wbytes = 8u * p.words_per_tile;
-                    const uint32_t bm_bytes = shared_list ? (t.bm0 >= 0 ? wbytes : 0u)
-                                                          : (t.bm0 >= 0 ? wbytes : 0u) + (t.bm1 >= 0 ? wbytes : 0u);
+                    uint32_t bm_bytes = 0;
+#pragma unroll
+                    for (int c = 0; c < C; ++c)
+                        if (t.bm[c] >= 0 && (c == 0 || !shared_list)) bm_bytes += wbytes;
                     sm90::mbar_arrive_expect_tx(full_k(s), TILE + bm_bytes);
-                    if (t.bm0 >= 0)
-                        sm90::bulk_load(bms, p.bitmaps + static_cast<int64_t>(t.bm0) * p.words_per_tile, wbytes, full_k(s));
-                    if (!shared_list && t.bm1 >= 0)
-                        sm90::bulk_load(bms + wbytes, p.bitmaps + static_cast<int64_t>(t.bm1) * p.words_per_tile, wbytes,
-                                        full_k(s));
+#pragma unroll
+                    for (int c = 0; c < C; ++c)
+                        if (t.bm[c] >= 0 && (c == 0 || !shared_list))
+                            sm90::bulk_load(bms + c * wbytes, p.bitmaps + static_cast<int64_t>(t.bm[c]) * p.words_per_tile,
+                                            wbytes, full_k(s));
                     for (int x = 0; x < Tr::BOXES; ++x)
                         sm90::tma_load_4d(sbase + Tr::K_OFFSET + s * TILE + x * BOX, &tk, full_k(s), 64 * x, t.col * Tr::BN, hk,
                                           b);
@@ -208,7 +224,7 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
     }
 
     // ---- consumers ----
-    sm90::setmaxnreg_inc<232>();
+    sm90::setmaxnreg_inc<Tr::CONSUMER_REGS>();
     const int w = wg - 1, ct = tid - 128 * wg;
     const int wq = ct >> 5, lane = ct & 31, g = lane >> 2, t4 = lane & 3;
     // Per work item: global query rows of this lane (row0, row0 + 8), this consumer's Q tile, bias.
@@ -229,7 +245,7 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
         for (int k = 0; k < max_ahead; ++k) {
             sm90::mbar_wait(full_k(s), phase);
             t = info[s];
-            bm = w == 0 ? t.bm0 : t.bm1;
+            bm = info[s].bm[w];
             if (t.col != INT_MAX && bm != -2) return 1;
             sm90::mbar_arrive(empty(s));
             if (++s == STAGES) {
@@ -377,7 +393,7 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
         decode(item);
         const int qb = n & 1;
         row0 = q0 + 64 * w + 16 * wq + g;
-        qs = sbase + Tr::Q_OFFSET + (2 * qb + w) * TILE;
+        qs = sbase + Tr::Q_OFFSET + (C * qb + w) * TILE;
         bias_h = p.bias ? static_cast<const T*>(p.bias) + h * p.bias_sh : nullptr;
         prescale = bias_h || !(p.scale_log2 > 0.f);
         sl = prescale ? 1.f : p.scale_log2;
@@ -486,7 +502,7 @@ __global__ void __launch_bounds__(Sm90Traits<D>::THREADS, 1)
         }
         sm90::named_barrier(1 + w, 128);  // every warp of this consumer is done with its Q tile
         const int r = 16 * wq + g;        // rows r and r + 8 share one swizzle
-        unsigned char* qtile = smem + Tr::Q_OFFSET + (2 * qb + w) * TILE;
+        unsigned char* qtile = smem + Tr::Q_OFFSET + (C * qb + w) * TILE;
 #pragma unroll
         for (int n8 = 0; n8 < D / 8; ++n8) {
             unsigned char* at = qtile + (n8 >> 3) * BOX + r * 128 + (((n8 & 7) ^ (r & 7)) << 4) + 4 * t4;
