@@ -96,8 +96,15 @@ cudaError_t launch_block_wise_sm90(const AttnParams& p, ElemType e, int head_dim
         !encode(&tv, p.v, bf16, head_dim, p.seq_k, kv_heads, p.batch, p.v_sb, p.v_sh, p.v_ss) ||
         !encode(&to, p.o, bf16, head_dim, p.seq_q, p.heads, p.batch, p.o_sb, p.o_sh, p.o_ss))
         return cudaErrorNotSupported;
-    // Three consumer warpgroups (192 query rows) at head dim 64 with 64-row mask tiles.
-    if (head_dim == 64 && p.tile_m == 64)
+    // Three consumer warpgroups at head dim 64 with 64-row mask tiles when their larger work
+    // items still give every multiprocessor one; two otherwise (more, smaller items).
+    int dev = 0, sms = 0;
+    cudaError_t err = cudaGetDevice(&dev);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (err != cudaSuccess) return err;
+    constexpr int BM3 = Sm90Traits<64, 3>::BM;
+    const int64_t items3 = static_cast<int64_t>((p.seq_q + BM3 - 1) / BM3) * p.heads * p.batch;
+    if (head_dim == 64 && p.tile_m == 64 && items3 >= sms)
         return bf16 ? launch<__nv_bfloat16, 64, 3>(p, tq, tk, tv, to, stream)
                     : launch<__half, 64, 3>(p, tq, tk, tv, to, stream);
     if (head_dim == 64)

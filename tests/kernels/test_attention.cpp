@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace stof::test;
@@ -226,9 +227,9 @@ TEST_CASE("attention: the Hopper kernel at S = 4096", "[gpu][kernels][attention]
             }
 }
 
-// More work items (128-row query block, head, batch) than multiprocessors: the Hopper
-// kernel's persistent CTAs each run several items, carrying the K/V ring and the Q
-// double buffer across items.
+// More work items (query block of 128 rows, or 192 at D 64, head, batch) than
+// multiprocessors: the Hopper kernel's persistent CTAs each run several items, carrying the
+// K/V ring and the Q double buffer across items.
 TEST_CASE("attention: the Hopper kernel with several work items per CTA", "[gpu][kernels][attention]") {
     STOF_REQUIRE_GPU();
     if (!stof::kernels::attention_sm90_available(64)) {
@@ -238,13 +239,14 @@ TEST_CASE("attention: the Hopper kernel with several work items per CTA", "[gpu]
     auto rng = make_rng();
     const int S = 1000;  // 8 query blocks, the last one partial
     for (const std::string& fam : mask_families())
-        for (const int D : {64, 128}) {
+        for (const auto& [D, dt] :
+             {std::pair{64, ElemType::f16}, std::pair{64, ElemType::bf16}, std::pair{128, ElemType::bf16}}) {
             AttentionCase c;
             c.batch = 2;
             c.heads = 48;
-            c.kv_heads = D == 64 ? 48 : 8;  // 768 items
+            c.kv_heads = D == 64 ? 48 : 8;  // 576 items at D 64, 768 at D 128
             c.head_dim = D;
-            c.dtype = D == 64 ? ElemType::f16 : ElemType::bf16;
+            c.dtype = dt;
             c.layout = D == 64 ? Layout::bhsd : Layout::bshd;
             c.seq_q = c.seq_k = S;
             c.check_rows = 24;
@@ -256,7 +258,7 @@ TEST_CASE("attention: the Hopper kernel with several work items per CTA", "[gpu]
                 c.invalid_fraction = 0.05;
                 c.bias = true;
             }
-            check(c, fam + " 1000 sm90 many items D" + std::to_string(D), rng);
+            check(c, fam + " 1000 sm90 many items D" + std::to_string(D) + (dt == ElemType::f16 ? " f16" : " bf16"), rng);
         }
 }
 
@@ -281,13 +283,13 @@ TEST_CASE("attention: small cases for compute-sanitizer", "[gpu][kernels][attent
             c.head_dim = 80;
             check_all_kernels(c, std::string(fam) + " D80 bf16 S=" + std::to_string(S), rng);
         }
-    {  // 2 x 72 = 144 work items: Hopper CTAs run more than one
+    {  // 140 work items of 192 rows (three consumers at D 64): some Hopper CTAs run two
         AttentionCase c;
         c.batch = 1;
-        c.heads = c.kv_heads = 72;
+        c.heads = c.kv_heads = 140;
         c.seq_q = c.seq_k = 130;
         c.keep = mask_family("causal", 130, 130, rng);
         c.valid_len = {120};
-        check_all_kernels(c, "causal S=130 H=72", rng);
+        check_all_kernels(c, "causal S=130 H=140", rng);
     }
 }
