@@ -44,16 +44,14 @@ bool encode(CUtensorMap* map, const void* base, bool bf16, int d, int rows, int 
               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// `sms`: the current device's multiprocessors.
 template <typename T, int D, int C>
 cudaError_t launch(const AttnParams& p, const CUtensorMap& tq, const CUtensorMap& tk, const CUtensorMap& tv,
-                   const CUtensorMap& to, cudaStream_t stream) {
+                   const CUtensorMap& to, int sms, cudaStream_t stream) {
     using Tr = Sm90Traits<D, C>;
     constexpr auto kernel = block_wise_sm90_kernel<T, D, C>;
     int dev = 0;
     cudaError_t e = configure_shared_memory<kernel>(Tr::SMEM_BYTES, dev);
-    if (e != cudaSuccess) return e;
-    int sms = 0;
-    e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess) return e;
     int l2 = 0;
     e = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
@@ -105,12 +103,13 @@ cudaError_t launch_block_wise_sm90(const AttnParams& p, ElemType e, int head_dim
     constexpr int BM3 = Sm90Traits<64, 3>::BM;
     const int64_t items3 = static_cast<int64_t>((p.seq_q + BM3 - 1) / BM3) * p.heads * p.batch;
     if (head_dim == 64 && p.tile_m == 64 && items3 >= sms)
-        return bf16 ? launch<__nv_bfloat16, 64, 3>(p, tq, tk, tv, to, stream)
-                    : launch<__half, 64, 3>(p, tq, tk, tv, to, stream);
+        return bf16 ? launch<__nv_bfloat16, 64, 3>(p, tq, tk, tv, to, sms, stream)
+                    : launch<__half, 64, 3>(p, tq, tk, tv, to, sms, stream);
     if (head_dim == 64)
-        return bf16 ? launch<__nv_bfloat16, 64, 2>(p, tq, tk, tv, to, stream)
-                    : launch<__half, 64, 2>(p, tq, tk, tv, to, stream);
-    return bf16 ? launch<__nv_bfloat16, 128, 2>(p, tq, tk, tv, to, stream) : launch<__half, 128, 2>(p, tq, tk, tv, to, stream);
+        return bf16 ? launch<__nv_bfloat16, 64, 2>(p, tq, tk, tv, to, sms, stream)
+                    : launch<__half, 64, 2>(p, tq, tk, tv, to, sms, stream);
+    return bf16 ? launch<__nv_bfloat16, 128, 2>(p, tq, tk, tv, to, sms, stream)
+                : launch<__half, 128, 2>(p, tq, tk, tv, to, sms, stream);
 }
 
 }  // namespace stof::kernels::attn

@@ -121,6 +121,8 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
     };
     // One 128-row mask tile row for both consumers (C = 2 only: the launcher's choice).
     const bool shared_list = C == 2 && p.tile_m == 128;
+    // Consumer c walks its own tile list and gets its own bitmaps (else it shares consumer 0's).
+    auto own_list = [&](int c) { return c == 0 || !shared_list; };
 
     if (tid == 0) {
         for (int qb = 0; qb < 2; ++qb) {
@@ -157,10 +159,10 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
             const int pat = (p.mask_batch == 1 ? 0 : b) * p.mask_heads + (p.mask_heads == 1 ? 0 : h);
             const int32_t* rp = p.row_ptr + pat * (p.tile_rows + 1);
             const int tr0 = q0 / p.tile_m;
-            TileList lists[C];  // per consumer; with a shared list, lists[0] alone
+            TileList lists[C];  // per consumer that walks its own list
 #pragma unroll
             for (int c = 0; c < C; ++c) {
-                if (c == 0 || (!shared_list && tr0 + c < p.tile_rows))
+                if (c == 0 || (own_list(c) && tr0 + c < p.tile_rows))
                     lists[c].init(p, __ldg(rp + tr0 + c), __ldg(rp + tr0 + c + 1));
                 else lists[c].init(p, 0, 0);
             }
@@ -175,12 +177,12 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
                 for (int c = 1; c < C; ++c) t.col = min(t.col, lists[c].col);
 #pragma unroll
                 for (int c = 0; c < 3; ++c)
-                    t.bm[c] = c >= C ? -2 : shared_list && c > 0 ? t.bm[0] : lists[c].col == t.col ? lists[c].bm : -2;
+                    t.bm[c] = c >= C ? -2 : !own_list(c) ? t.bm[0] : lists[c].col == t.col ? lists[c].bm : -2;
                 t.cols = ~0ull;
                 if (t.col != INT_MAX) {
 #pragma unroll
                     for (int c = 0; c < C; ++c)
-                        if (t.bm[c] != -2 && (c == 0 || !shared_list)) lists[c].advance(p);
+                        if (t.bm[c] != -2 && own_list(c)) lists[c].advance(p);
                     if (kv_row) t.cols = __ldg(kv_row + t.col);
                     const int rem = p.seq_k - t.col * Tr::BN;
                     if (rem < Tr::BN) t.cols &= (1ull << rem) - 1;
@@ -198,11 +200,11 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
                     uint32_t bm_bytes = 0;
 #pragma unroll
                     for (int c = 0; c < C; ++c)
-                        if (t.bm[c] >= 0 && (c == 0 || !shared_list)) bm_bytes += wbytes;
+                        if (t.bm[c] >= 0 && own_list(c)) bm_bytes += wbytes;
                     sm90::mbar_arrive_expect_tx(full_k(s), TILE + bm_bytes);
 #pragma unroll
                     for (int c = 0; c < C; ++c)
-                        if (t.bm[c] >= 0 && (c == 0 || !shared_list))
+                        if (t.bm[c] >= 0 && own_list(c))
                             sm90::bulk_load(bms + c * wbytes, p.bitmaps + static_cast<int64_t>(t.bm[c]) * p.words_per_tile,
                                             wbytes, full_k(s));
                     for (int x = 0; x < Tr::BOXES; ++x)
