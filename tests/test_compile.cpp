@@ -3,6 +3,8 @@
 #include "compile_options.hpp"
 #include "onnx/import.hpp"
 #include "onnx_builder.hpp"
+#include "plan/plan_reader.hpp"
+#include "plan/plan_writer.hpp"
 #include "test_util.hpp"
 
 using namespace stof;
@@ -87,4 +89,37 @@ TEST_CASE("plans for sm_90 record the Hopper block-wise kernel at head dims 64 a
     CHECK(attention_kernel(compile(attention_model(64, 256), Precision::fp16, "sm_80")) == 0);
     CHECK(attention_kernel(compile(attention_model(64, 16), Precision::fp16)) == 1);  // the selector's row-wise
     CHECK(std::string(plan::attention_kernel_name(2)) == "attention_block_wise_sm90");
+}
+
+TEST_CASE("empty outputs get no copy steps, and their plans pass the reader", "[cpu][compile]") {
+    const auto check = [](const std::string& bytes, const char* what) {
+        INFO(what);
+        ir::Graph g = import_onnx_bytes(bytes, "", what);
+        const plan::Plan p = compile_model(g, test::compile_options(Precision::fp32, "empty.onnx", "sm_80"));
+        for (const plan::Step& s : p.steps) CHECK(s.kind != plan::StepKind::copy);
+        CHECK_NOTHROW(plan::parse_plan(plan::serialize_plan(p), what));
+    };
+    {
+        test::OnnxBuilder b;
+        b.input("x", onnx::TensorProto::FLOAT, {0, 2});
+        b.output("x");
+        check(b.bytes(), "an empty input as an output");
+    }
+    {
+        test::OnnxBuilder b;
+        b.input("x", onnx::TensorProto::FLOAT, {2});
+        b.initializer("c", Tensor(DType::f32, {0, 3}));
+        b.node("Add", {"x", "x"}, {"y"});
+        b.output("y").output("c");
+        check(b.bytes(), "an empty constant as an output");
+    }
+    {
+        test::OnnxBuilder b;
+        b.input("x", onnx::TensorProto::FLOAT, {3, 0});
+        b.input("u", onnx::TensorProto::FLOAT, {1, 0});
+        b.initializer("i", Tensor(DType::i64, {1, 1}));
+        b.node("ScatterND", {"x", "i", "u"}, {"y"});
+        b.output("y");
+        check(b.bytes(), "ScatterND into an empty tensor");
+    }
 }

@@ -148,7 +148,7 @@ plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOp
     std::vector<char> copied(g.values.size(), 0);
     for (ir::ValueId v : g.outputs) {
         const auto vi = static_cast<size_t>(v);
-        if (!needs_copy[vi] || copied[vi]) continue;
+        if (!needs_copy[vi] || copied[vi] || p.tensors[static_cast<size_t>(output_tensor[vi])].bytes() == 0) continue;
         copied[vi] = 1;
         plan::Step s;
         s.kind = plan::StepKind::copy;
