@@ -152,4 +152,9 @@ cudaError_t launch_attention(const AttentionArgs& a, AttentionKernel kernel, cud
 
 bool attention_sm90_available(int32_t head_dim) { return (head_dim == 64 || head_dim == 128) && attn::sm90_device(); }
 
+std::string attention_sm90_refusal(const AttentionArgs& a) {
+    if (a.block_m == 64) return "block_m 64 was asked for";
+    return attn::sm90_refusal(attn::make_params(a), a.dtype, a.head_dim);
+}
+
 }  // namespace stof::kernels

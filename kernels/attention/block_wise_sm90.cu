@@ -44,10 +44,32 @@ bool encode(CUtensorMap* map, const void* base, bool bf16, int d, int rows, int 
               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+struct TensorMaps {
+    CUtensorMap q, k, v, o;
+};
+
+// nullptr when the kernel takes p on the current device (m encoded), else why it does not.
+const char* refusal(const AttnParams& p, ElemType e, int head_dim, TensorMaps& m) {
+    if (head_dim != 64 && head_dim != 128) return "its head dim is neither 64 nor 128";
+    if (!sm90_device()) return "the device is not of compute capability 9.0";
+    // Tile bitmaps are bulk-copied into shared memory.
+    if (reinterpret_cast<uintptr_t>(p.bitmaps) % 16 != 0) return "its mask bitmaps are not 16-byte aligned";
+    if (!tensor_map_encoder()) return "the driver does not provide cuTensorMapEncodeTiled";
+    const bool bf16 = e == ElemType::bf16;
+    const int kv_heads = p.heads / p.group;
+    if (!encode(&m.q, p.q, bf16, head_dim, p.seq_q, p.heads, p.batch, p.q_sb, p.q_sh, p.q_ss))
+        return "the driver cannot encode a tensor map of q";
+    if (!encode(&m.k, p.k, bf16, head_dim, p.seq_k, kv_heads, p.batch, p.k_sb, p.k_sh, p.k_ss))
+        return "the driver cannot encode a tensor map of k";
+    if (!encode(&m.v, p.v, bf16, head_dim, p.seq_k, kv_heads, p.batch, p.v_sb, p.v_sh, p.v_ss))
+        return "the driver cannot encode a tensor map of v";
+    if (!encode(&m.o, p.o, bf16, head_dim, p.seq_q, p.heads, p.batch, p.o_sb, p.o_sh, p.o_ss))
+        return "the driver cannot encode a tensor map of o";
+    return nullptr;
+}
+
 // `sms`: the current device's multiprocessors.
-template <typename T, int D, int C>
-cudaError_t launch(const AttnParams& p, const CUtensorMap& tq, const CUtensorMap& tk, const CUtensorMap& tv,
-                   const CUtensorMap& to, int sms, cudaStream_t stream) {
+template <typename T, int D, int C> cudaError_t launch(const AttnParams& p, const TensorMaps& m, int sms, cudaStream_t stream) {
     using Tr = Sm90Traits<D, C>;
     constexpr auto kernel = block_wise_sm90_kernel<T, D, C>;
     int dev = 0;
@@ -63,7 +85,7 @@ cudaError_t launch(const AttnParams& p, const CUtensorMap& tq, const CUtensorMap
     const int64_t kv_bytes = 2 * static_cast<int64_t>(p.seq_k) * D * sizeof(T);
     const int64_t hb_group = hbs * kv_bytes <= l2 / 2 ? hbs : std::clamp<int64_t>(l2 / 3 / kv_bytes, 1, hbs);
     const dim3 grid(static_cast<unsigned>(items < sms ? items : sms));
-    kernel<<<grid, Tr::THREADS, Tr::SMEM_BYTES, stream>>>(p, tq, tk, tv, to, static_cast<int>(hb_group));
+    kernel<<<grid, Tr::THREADS, Tr::SMEM_BYTES, stream>>>(p, m.q, m.k, m.v, m.o, static_cast<int>(hb_group));
     return cudaGetLastError();
 }
 
@@ -82,18 +104,16 @@ bool sm90_device() {
     return yes;
 }
 
+std::string sm90_refusal(const AttnParams& p, ElemType e, int head_dim) {
+    TensorMaps m;
+    const char* why = refusal(p, e, head_dim, m);
+    return why ? why : "";
+}
+
 cudaError_t launch_block_wise_sm90(const AttnParams& p, ElemType e, int head_dim, cudaStream_t stream) {
-    if ((head_dim != 64 && head_dim != 128) || !sm90_device()) return cudaErrorNotSupported;
-    // Tile bitmaps are bulk-copied into shared memory.
-    if (reinterpret_cast<uintptr_t>(p.bitmaps) % 16 != 0) return cudaErrorNotSupported;
+    TensorMaps m;
+    if (refusal(p, e, head_dim, m)) return cudaErrorNotSupported;
     const bool bf16 = e == ElemType::bf16;
-    const int kv_heads = p.heads / p.group;
-    CUtensorMap tq, tk, tv, to;
-    if (!encode(&tq, p.q, bf16, head_dim, p.seq_q, p.heads, p.batch, p.q_sb, p.q_sh, p.q_ss) ||
-        !encode(&tk, p.k, bf16, head_dim, p.seq_k, kv_heads, p.batch, p.k_sb, p.k_sh, p.k_ss) ||
-        !encode(&tv, p.v, bf16, head_dim, p.seq_k, kv_heads, p.batch, p.v_sb, p.v_sh, p.v_ss) ||
-        !encode(&to, p.o, bf16, head_dim, p.seq_q, p.heads, p.batch, p.o_sb, p.o_sh, p.o_ss))
-        return cudaErrorNotSupported;
     // Three consumer warpgroups at head dim 64 with 64-row mask tiles when their larger work
     // items still give every multiprocessor one; two otherwise (more, smaller items).
     int dev = 0, sms = 0;
@@ -103,13 +123,10 @@ cudaError_t launch_block_wise_sm90(const AttnParams& p, ElemType e, int head_dim
     constexpr int BM3 = Sm90Traits<64, 3>::BM;
     const int64_t items3 = static_cast<int64_t>((p.seq_q + BM3 - 1) / BM3) * p.heads * p.batch;
     if (head_dim == 64 && p.tile_m == 64 && items3 >= sms)
-        return bf16 ? launch<__nv_bfloat16, 64, 3>(p, tq, tk, tv, to, sms, stream)
-                    : launch<__half, 64, 3>(p, tq, tk, tv, to, sms, stream);
+        return bf16 ? launch<__nv_bfloat16, 64, 3>(p, m, sms, stream) : launch<__half, 64, 3>(p, m, sms, stream);
     if (head_dim == 64)
-        return bf16 ? launch<__nv_bfloat16, 64, 2>(p, tq, tk, tv, to, sms, stream)
-                    : launch<__half, 64, 2>(p, tq, tk, tv, to, sms, stream);
-    return bf16 ? launch<__nv_bfloat16, 128, 2>(p, tq, tk, tv, to, sms, stream)
-                : launch<__half, 128, 2>(p, tq, tk, tv, to, sms, stream);
+        return bf16 ? launch<__nv_bfloat16, 64, 2>(p, m, sms, stream) : launch<__half, 64, 2>(p, m, sms, stream);
+    return bf16 ? launch<__nv_bfloat16, 128, 2>(p, m, sms, stream) : launch<__half, 128, 2>(p, m, sms, stream);
 }
 
 }  // namespace stof::kernels::attn

@@ -41,9 +41,12 @@ template <ElemType E, int D> cudaError_t launch_block_wise(const AttnParams& p, 
 template <ElemType E, int D> cudaError_t launch_row_wise(const AttnParams& p, cudaStream_t stream);
 
 // The Hopper block-wise kernel (block_wise_sm90.cuh): cudaErrorNotSupported, launching
-// nothing, when head_dim is not 64 or 128, the device is not compute capability 9.0, or
-// the strides cannot be described by tensor maps.
+// nothing, when sm90_refusal gives a reason.
 cudaError_t launch_block_wise_sm90(const AttnParams& p, ElemType e, int head_dim, cudaStream_t stream);
+// "" when the Hopper kernel takes p on the current device, else why not: head_dim not 64
+// or 128, a device not of compute capability 9.0, bitmaps not 16-byte aligned, or tensors
+// a tensor map cannot describe.
+std::string sm90_refusal(const AttnParams& p, ElemType e, int head_dim);
 bool sm90_device();  // the current device has compute capability 9.0
 
 }  // namespace stof::kernels::attn

@@ -267,6 +267,8 @@ void* Executor::address(int32_t t) const {
 
 void Executor::prepare_steps() {
     steps_.reserve(plan_.steps.size());
+    int sm90_steps = 0;
+    std::vector<std::string> off_sm90;  // attention steps whose Hopper kernel cannot run here, and why
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
         const plan::Step& s = plan_.steps[i];
         Prepared p;
@@ -349,6 +351,11 @@ void Executor::prepare_steps() {
                     const std::string why = kernels::check_attention_args(A, p.attention_kernel);
                     STOF_CHECK(why.empty(), "the {} attention kernel does not support this step: {}",
                                plan::attention_kernel_name(a.kernel), why);
+                    if (p.attention_kernel == kernels::AttentionKernel::block_wise_sm90) {
+                        ++sm90_steps;
+                        if (std::string r = kernels::attention_sm90_refusal(A); !r.empty())
+                            off_sm90.push_back(fmt::format("step {}: {}", i, r));
+                    }
                     break;
                 }
                 case plan::StepKind::key_valid: {
@@ -381,6 +388,9 @@ void Executor::prepare_steps() {
         }
         steps_.push_back(std::move(p));
     }
+    if (!off_sm90.empty())
+        spdlog::warn("{} of {} attention steps planned for the Hopper kernel run on the slower sm_80 kernel here ({}{})",
+                     off_sm90.size(), sm90_steps, off_sm90.front(), off_sm90.size() > 1 ? ", ..." : "");
 }
 
 void Executor::enqueue_step(size_t i) { enqueue_step(i, stream_); }

@@ -204,6 +204,8 @@ AttentionResult run_attention_case(const AttentionCase& c, std::mt19937_64& rng)
     const std::string why = kernels::check_attention_args(a, c.kernel);
     INFO("check_attention_args: " << why);
     REQUIRE(why.empty());
+    const std::string refusal = c.kernel == kernels::AttentionKernel::block_wise_sm90 ? kernels::attention_sm90_refusal(a)
+                                                                                      : std::string();
     CUDA_REQUIRE(kernels::launch_attention(a, c.kernel, nullptr));
     CUDA_REQUIRE(cudaGetLastError());
     CUDA_REQUIRE(cudaDeviceSynchronize());
@@ -211,6 +213,7 @@ AttentionResult run_attention_case(const AttentionCase& c, std::mt19937_64& rng)
     CUDA_REQUIRE(cudaMemcpy(out.data(), d_o.ptr, out.size() * 2, cudaMemcpyDeviceToHost));
 
     AttentionResult r;
+    r.sm90_refusal = refusal;
     // Every output row written and finite; nothing else touched.
     std::vector<uint8_t> is_out(out.size(), 0);
     for (int b = 0; b < B; ++b)

@@ -35,6 +35,7 @@ struct AttentionResult {
     int64_t unwritten = 0;           // poisoned (NaN) outputs left, or non-finite ones
     int64_t gap_touched = 0;         // elements outside the output rows that changed
     int64_t nonzero_empty_rows = 0;  // rows with nothing kept whose output is not exactly zero
+    std::string sm90_refusal;        // block_wise_sm90: why it ran block_wise ("": the Hopper kernel ran)
 };
 
 // Runs the case; REQUIREs every CUDA call to succeed.

@@ -104,3 +104,18 @@ TEST_CASE("the selector follows rho - tau / log2(N/16)^2", "[cpu][kernels][atten
     CHECK(select_attention_kernel(1.0, 4096) == AttentionKernel::block_wise);
     CHECK(select_attention_kernel(0.5, 16) == AttentionKernel::row_wise);
 }
+
+TEST_CASE("attention_sm90_refusal names why block_wise_sm90 would run the sm_80 kernel", "[cpu][kernels][attention]") {
+    auto a = valid_args();
+    a.block_m = 64;
+    CHECK(attention_sm90_refusal(a) == "block_m 64 was asked for");
+    for (const int d : {32, 80}) {
+        a = valid_args();
+        a.head_dim = d;
+        CHECK(attention_sm90_refusal(a) == "its head dim is neither 64 nor 128");
+    }
+    // Valid Hopper arguments: refused only for the device (none, or not compute capability 9.0).
+    const std::string why = attention_sm90_refusal(valid_args());
+    INFO("refusal: " << why);
+    CHECK((why.empty() || why == "the device is not of compute capability 9.0"));
+}
