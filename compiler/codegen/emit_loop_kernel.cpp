@@ -139,8 +139,7 @@ void emit_scatter_nd(LowerState& st, const ir::Node& n) {
     const Shape& is = g.value(n.inputs[1]).shape;
     const int32_t out = st.tensor(n.outputs[0]);
     const plan::TensorDesc od = st.plan.tensors[static_cast<size_t>(out)];  // a copy: st.tensor may reallocate
-    // out = data, then the updates written over it; an empty out needs neither.
-    if (od.bytes() == 0) return;
+    // out = data, then the updates written over it.
     plan::Step copy;
     copy.kind = plan::StepKind::copy;
     copy.label = "copy";

@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -125,6 +126,10 @@ plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOp
 
     // Steps, one segment after the other.
     for (const fusion::Segment& s : fp.segments) {
+        // A segment that stores no elements has nothing to compute.
+        if (!s.outputs.empty() &&
+            std::all_of(s.outputs.begin(), s.outputs.end(), [&](ir::ValueId v) { return numel(g.value(v).shape) == 0; }))
+            continue;
         const ir::Node& n = g.nodes[static_cast<size_t>(s.nodes.front())];
         switch (s.kind) {
             case SegmentKind::view: break;
