@@ -4,17 +4,26 @@
 #include "stof/c_api.h"
 #include "stof/error.hpp"
 #include "stof/kernels/attention.hpp"
+#include "stof/mask_fold.hpp"
 #include "stof/sparse_mask.hpp"
 
 #include <cuda_runtime.h>
 
+#include <memory>
 #include <string>
+#include <vector>
 
+// A mask that folds (stof/mask_fold.hpp) also holds its folded form, which stof_attention
+// runs when the arguments allow (no key_valid, no bias).
 struct stof_mask {
     stof::SparseMask shape;  // sizes and tiling only; the arrays live on the device
     stof::SparseMaskStats stats;
     void* device_buffer = nullptr;
     stof::kernels::SparseMaskView view;
+    int32_t fold = 1;  // the period of the folded form; 1: none
+    stof::SparseMaskStats folded_stats;
+    void* folded_buffer = nullptr;
+    stof::kernels::SparseMaskView folded_view;
 };
 
 namespace {
@@ -48,20 +57,15 @@ void cuda_check(cudaError_t e, const char* what) {
 
 size_t round_up(size_t n) { return (n + 255) / 256 * 256; }
 
-// Copies m's arrays into one device allocation; m is validated by the caller.
-stof_mask* upload(stof::SparseMask&& m) {
-    auto* h = new stof_mask;
-    h->stats = stof::mask_stats(m);
+// Copies m's arrays into one device allocation (*buffer, freed by the caller); m is
+// validated by the caller. The view of the copy.
+stof::kernels::SparseMaskView upload_arrays(const stof::SparseMask& m, void** buffer) {
     const size_t b_row = m.row_ptr.size() * sizeof(int32_t), b_col = m.col_idx.size() * sizeof(int32_t),
                  b_bmi = m.bitmap_idx.size() * sizeof(int32_t), b_bm = m.bitmaps.size() * sizeof(uint64_t);
     const size_t o_col = round_up(b_row), o_bmi = o_col + round_up(b_col), o_bm = o_bmi + round_up(b_bmi);
     const size_t total = o_bm + round_up(b_bm);
-    const cudaError_t e = cudaMalloc(&h->device_buffer, total > 0 ? total : 256);
-    if (e != cudaSuccess) {
-        delete h;
-        cuda_check(e, "stof_mask: cudaMalloc");
-    }
-    auto* base = static_cast<unsigned char*>(h->device_buffer);
+    cuda_check(cudaMalloc(buffer, total > 0 ? total : 256), "stof_mask: cudaMalloc");
+    auto* base = static_cast<unsigned char*>(*buffer);
     const struct {
         size_t off, bytes;
         const void* src;
@@ -69,31 +73,48 @@ stof_mask* upload(stof::SparseMask&& m) {
                  {o_col, b_col, m.col_idx.data()},
                  {o_bmi, b_bmi, m.bitmap_idx.data()},
                  {o_bm, b_bm, m.bitmaps.data()}};
-    for (const auto& part : parts) {
-        if (!part.bytes) continue;
-        const cudaError_t c = cudaMemcpy(base + part.off, part.src, part.bytes, cudaMemcpyHostToDevice);
-        if (c != cudaSuccess) {
-            cudaFree(h->device_buffer);
-            delete h;
-            cuda_check(c, "stof_mask: cudaMemcpy");
+    for (const auto& part : parts)
+        if (part.bytes)
+            cuda_check(cudaMemcpy(base + part.off, part.src, part.bytes, cudaMemcpyHostToDevice), "stof_mask: cudaMemcpy");
+    stof::kernels::SparseMaskView v;
+    v.row_ptr = reinterpret_cast<const int32_t*>(base);
+    v.col_idx = reinterpret_cast<const int32_t*>(base + o_col);
+    v.bitmap_idx = reinterpret_cast<const int32_t*>(base + o_bmi);
+    v.bitmaps = reinterpret_cast<const uint64_t*>(base + o_bm);
+    v.rows = m.rows;
+    v.cols = m.cols;
+    v.tile_m = m.tile_m;
+    v.tile_n = m.tile_n;
+    v.mask_batch = m.mask_batch;
+    v.mask_heads = m.mask_heads;
+    return v;
+}
+
+// The device mask of m, and of its folded form `folded` with period `fold` when fold > 1.
+stof_mask* upload(stof::SparseMask&& m, int32_t fold = 1, const stof::SparseMask* folded = nullptr) {
+    auto h = std::make_unique<stof_mask>();
+    const auto free_buffers = [&] {
+        cudaFree(h->device_buffer);
+        cudaFree(h->folded_buffer);
+    };
+    try {
+        h->stats = stof::mask_stats(m);
+        h->view = upload_arrays(m, &h->device_buffer);
+        if (fold > 1) {
+            h->fold = fold;
+            h->folded_stats = stof::mask_stats(*folded);
+            h->folded_view = upload_arrays(*folded, &h->folded_buffer);
         }
+    } catch (...) {
+        free_buffers();
+        throw;
     }
-    h->view.row_ptr = reinterpret_cast<const int32_t*>(base);
-    h->view.col_idx = reinterpret_cast<const int32_t*>(base + o_col);
-    h->view.bitmap_idx = reinterpret_cast<const int32_t*>(base + o_bmi);
-    h->view.bitmaps = reinterpret_cast<const uint64_t*>(base + o_bm);
-    h->view.rows = m.rows;
-    h->view.cols = m.cols;
-    h->view.tile_m = m.tile_m;
-    h->view.tile_n = m.tile_n;
-    h->view.mask_batch = m.mask_batch;
-    h->view.mask_heads = m.mask_heads;
     m.row_ptr = {};
     m.col_idx = {};
     m.bitmap_idx = {};
     m.bitmaps = {};
     h->shape = std::move(m);
-    return h;
+    return h.release();
 }
 
 stof::kernels::AttnTensor tensor(const stof_attn_tensor& t) { return {t.data, t.stride_b, t.stride_h, t.stride_s}; }
@@ -138,14 +159,30 @@ stof_status stof_mask_from_dense(const uint8_t* keep, int32_t mask_batch, int32_
         if (!keep && static_cast<int64_t>(rows) * cols > 0) throw InvalidArgument{"stof_mask_from_dense: keep is null"};
         stof::SparseMask m = stof::from_dense(keep, mask_batch, mask_heads, rows, cols, tile_m, tile_n);
         m.validate();
-        *out = upload(std::move(m));
+        const int32_t fold = keep ? stof::fold_period(keep, mask_batch, mask_heads, rows, cols, tile_m, tile_n) : 1;
+        if (fold == 1) {
+            *out = upload(std::move(m));
+            return;
+        }
+        const std::vector<uint8_t> fk = stof::fold_keep(keep, mask_batch, mask_heads, rows, cols, fold);
+        const stof::SparseMask f = stof::from_dense(fk.data(), mask_batch, mask_heads, rows / fold, cols / fold, tile_m, tile_n);
+        f.validate();
+        *out = upload(std::move(m), fold, &f);
     });
 }
 
 void stof_mask_destroy(stof_mask* mask) {
     if (!mask) return;
     cudaFree(mask->device_buffer);
+    cudaFree(mask->folded_buffer);
     delete mask;
+}
+
+stof_status stof_mask_get_fold(const stof_mask* mask, int32_t* period) {
+    return guarded([&] {
+        if (!mask || !period) throw InvalidArgument{"stof_mask_get_fold: null argument"};
+        *period = mask->fold;
+    });
 }
 
 stof_status stof_mask_get_stats(const stof_mask* mask, stof_mask_stats* out) {
@@ -180,30 +217,44 @@ stof_status stof_attention(const stof_attention_params* params, void* stream) {
         a.v = tensor(P.v);
         a.o = tensor(P.o);
         a.scale = P.scale;
-        a.mask = P.mask->view;
         a.key_valid = P.key_valid;
         a.bias = P.bias;
         a.bias_stride_h = P.bias_stride_h;
         a.bias_stride_s = P.bias_stride_s;
         a.block_m = P.block_m;
-        stof::kernels::AttentionKernel kernel;
-        if (P.kernel == STOF_KERNEL_AUTO) {
-            kernel = stof::kernels::select_attention_kernel(P.mask->stats.rho, P.seq_k);
-            if (kernel == stof::kernels::AttentionKernel::block_wise) kernel = stof::kernels::AttentionKernel::block_wise_sm90;
-        } else if (P.kernel == STOF_KERNEL_BLOCK_WISE || P.kernel == STOF_KERNEL_ROW_WISE ||
-                   P.kernel == STOF_KERNEL_BLOCK_WISE_SM90)
-            kernel = static_cast<stof::kernels::AttentionKernel>(P.kernel);
-        else throw InvalidArgument{"stof_attention: unknown kernel " + std::to_string(P.kernel)};
+        if (P.kernel != STOF_KERNEL_AUTO && P.kernel != STOF_KERNEL_BLOCK_WISE && P.kernel != STOF_KERNEL_ROW_WISE &&
+            P.kernel != STOF_KERNEL_BLOCK_WISE_SM90)
+            throw InvalidArgument{"stof_attention: unknown kernel " + std::to_string(P.kernel)};
+        const stof_mask& M = *P.mask;
+        const auto pick = [&](const stof::SparseMaskStats& st, int32_t seq_k) {
+            if (P.kernel != STOF_KERNEL_AUTO) return static_cast<stof::kernels::AttentionKernel>(P.kernel);
+            const auto k = stof::kernels::select_attention_kernel(st.rho, seq_k);
+            return k == stof::kernels::AttentionKernel::block_wise ? stof::kernels::AttentionKernel::block_wise_sm90 : k;
+        };
+        const cudaStream_t s = static_cast<cudaStream_t>(stream);
+        if (M.fold > 1) {
+            a.mask = M.folded_view;
+            const stof::kernels::AttentionKernel kernel = pick(M.folded_stats, P.seq_k / M.fold);
+            if (stof::kernels::check_folded_attention_args(a, kernel, M.fold).empty()) {
+                cuda_check(stof::kernels::launch_folded_attention(a, kernel, M.fold, s), "stof_attention: launch");
+                return;
+            }
+        }
+        a.mask = M.view;
+        const stof::kernels::AttentionKernel kernel = pick(M.stats, P.seq_k);
         if (std::string why = stof::kernels::check_attention_args(a, kernel); !why.empty())
             throw InvalidArgument{"stof_attention: " + why};
-        cuda_check(stof::kernels::launch_attention(a, kernel, static_cast<cudaStream_t>(stream)), "stof_attention: launch");
+        cuda_check(stof::kernels::launch_attention(a, kernel, s), "stof_attention: launch");
     });
 }
 
 stof_status stof_attention_select(const stof_mask* mask, int32_t seq_k, int32_t* kernel) {
     return guarded([&] {
         if (!mask || !kernel) throw InvalidArgument{"stof_attention_select: null argument"};
-        *kernel = static_cast<int32_t>(stof::kernels::select_attention_kernel(mask->stats.rho, seq_k));
+        // A folded mask runs as its folded form where stof_attention can.
+        *kernel = static_cast<int32_t>(mask->fold > 1
+                                           ? stof::kernels::select_attention_kernel(mask->folded_stats.rho, seq_k / mask->fold)
+                                           : stof::kernels::select_attention_kernel(mask->stats.rho, seq_k));
     });
 }
 

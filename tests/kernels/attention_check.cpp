@@ -3,6 +3,7 @@
 #include "catch.hpp"
 #include "gpu_util.hpp"
 #include "stof/dtype.hpp"
+#include "stof/mask_fold.hpp"
 #include "stof/sparse_mask.hpp"
 
 #include <cuda_runtime.h>
@@ -153,8 +154,14 @@ AttentionResult run_attention_case(const AttentionCase& c, std::mt19937_64& rng)
                 }
     }
 
-    // The mask, uploaded as-is.
-    const SparseMask mask = from_dense(c.keep.data(), c.mask_batch, c.mask_heads, SQ, SK, c.tile_m, 64);
+    // The mask, uploaded as-is or folded with period c.fold.
+    const int fold = std::max(c.fold, 1);
+    REQUIRE(SQ % fold == 0);
+    REQUIRE(SK % fold == 0);
+    const std::vector<uint8_t> folded = fold > 1 ? fold_keep(c.keep.data(), c.mask_batch, c.mask_heads, SQ, SK, fold)
+                                                 : std::vector<uint8_t>();
+    const SparseMask mask = from_dense(fold > 1 ? folded.data() : c.keep.data(), c.mask_batch, c.mask_heads, SQ / fold,
+                                       SK / fold, c.tile_m, 64);
     mask.validate();
     DeviceBuffer d_row(mask.row_ptr.size() * 4), d_col(mask.col_idx.size() * 4), d_bmi(mask.bitmap_idx.size() * 4),
         d_bm(mask.bitmaps.size() * 8);
@@ -189,8 +196,8 @@ AttentionResult run_attention_case(const AttentionCase& c, std::mt19937_64& rng)
               static_cast<const int32_t*>(d_col.ptr),
               static_cast<const int32_t*>(d_bmi.ptr),
               static_cast<const uint64_t*>(d_bm.ptr),
-              SQ,
-              SK,
+              SQ / fold,
+              SK / fold,
               c.tile_m,
               64,
               c.mask_batch,

@@ -21,6 +21,7 @@ struct AttentionCase {
     int out_gap = 0;            // extra elements after each output row (checked to stay untouched)
     std::vector<uint8_t> keep;  // [mask_batch, mask_heads, seq_q, seq_k], nonzero = keep
     int mask_batch = 1, mask_heads = 1, tile_m = 64;
+    int fold = 0;                 // > 1: keep folds with this period (stof/mask_fold.hpp); run folded (launch_folded_attention)
     std::vector<int> valid_len;   // per batch: keys >= valid_len[b] invalid (empty: no key_valid)
     double invalid_fraction = 0;  // also drop this fraction of keys at random (needs valid_len)
     bool bias = false;            // random additive bias [heads, seq_q, seq_k]

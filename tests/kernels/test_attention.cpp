@@ -2,6 +2,7 @@
 #include "attention_check.hpp"
 #include "catch.hpp"
 #include "gpu_util.hpp"
+#include "stof/mask_fold.hpp"
 
 #include <cstdio>
 #include <string>
@@ -263,6 +264,41 @@ TEST_CASE("attention: the Hopper kernel with several work items per CTA", "[gpu]
                 c.bias = true;
             }
             check(c, fam + " 1000 sm90 many items D" + std::to_string(D) + (dt == ElemType::f16 ? " f16" : " bf16"), rng);
+        }
+}
+
+// Strided masks fold (stof/mask_fold.hpp): [b, s, h, d] tensors run as one problem of p times
+// the heads, contiguous [b, h, s, d] ones without GQA as one of (batch, head) pairs, the others
+// as one problem per residue.
+TEST_CASE("attention: strided masks run folded, as one problem or one per residue", "[gpu][kernels][attention]") {
+    STOF_REQUIRE_GPU();
+    auto rng = make_rng();
+    const int S = 1024;
+    struct Shape {
+        const char* name;
+        Layout layout;
+        int heads, kv_heads, head_dim;
+        ElemType dtype;
+    };
+    for (const int p : {8, 16})
+        for (const Shape& sh :
+             {Shape{"bhsd", Layout::bhsd, 4, 4, 64, ElemType::f16}, Shape{"bshd gqa", Layout::bshd, 4, 2, 128, ElemType::bf16},
+              Shape{"bhsd gqa", Layout::bhsd, 4, 2, 64, ElemType::bf16}}) {
+            AttentionCase c;
+            c.batch = 2;
+            c.heads = sh.heads;
+            c.kv_heads = sh.kv_heads;
+            c.head_dim = sh.head_dim;
+            c.dtype = sh.dtype;
+            c.layout = sh.layout;
+            c.seq_q = c.seq_k = S;
+            c.check_rows = 64;
+            c.keep.assign(static_cast<size_t>(S) * S, 0);
+            for (int i = 0; i < S; ++i)  // strided; causal as well at p = 16
+                for (int j = 0; j < S; ++j) c.keep[static_cast<size_t>(i) * S + j] = (i - j) % p == 0 && (p == 8 || j <= i);
+            REQUIRE(stof::fold_period(c.keep.data(), 1, 1, S, S) == p);
+            c.fold = p;
+            check_all_kernels(c, std::string(sh.name) + " strided" + std::to_string(p) + " folded", rng);
         }
 }
 

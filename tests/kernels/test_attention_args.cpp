@@ -2,9 +2,11 @@
 #include "catch.hpp"
 #include "stof/kernels/attention.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 using namespace stof::kernels;
 
@@ -118,4 +120,100 @@ TEST_CASE("attention_sm90_refusal names why block_wise_sm90 would run the sm_80 
     const std::string why = attention_sm90_refusal(valid_args());
     INFO("refusal: " << why);
     CHECK((why.empty() || why == "the device is not of compute capability 9.0"));
+}
+
+// Every virtual query row of the folded problems is one original query row i, with its output
+// row, and reads exactly the keys j = i (mod p) of its batch and kv head, j / p at position j / p.
+TEST_CASE("folded_attention_problems view the residues of every layout as the original rows", "[cpu][kernels][attention]") {
+    const int B = 2, S = 32, D = 64, p = 4;
+    struct Layout {
+        const char* name;
+        int heads, kv_heads;
+        bool bshd;
+        int64_t batch_gap;  // extra elements between batches
+        size_t problems;
+    };
+    static const int32_t row_ptr[2] = {0, 0};
+    for (const Layout& L : {Layout{"bshd gqa", 4, 2, true, 0, 1}, Layout{"bhsd", 4, 4, false, 0, 1},
+                            Layout{"bhsd gqa", 4, 2, false, 0, 4}, Layout{"bhsd batch gap", 4, 4, false, 64, 4}}) {
+        INFO(L.name);
+        AttentionArgs a;
+        a.batch = B;
+        a.heads = L.heads;
+        a.kv_heads = L.kv_heads;
+        a.seq_q = a.seq_k = S;
+        a.head_dim = D;
+        a.scale = 0.125f;
+        a.mask.row_ptr = row_ptr;
+        a.mask.rows = a.mask.cols = S / p;
+        const auto tensor = [&](uintptr_t base, int heads) {
+            AttnTensor t;
+            t.data = reinterpret_cast<void*>(base);
+            t.stride_h = L.bshd ? D : int64_t{S} * D;
+            t.stride_s = L.bshd ? int64_t{heads} * D : D;
+            t.stride_b = int64_t{heads} * S * D + L.batch_gap;
+            return t;
+        };
+        a.q = tensor(1u << 24, L.heads);
+        a.o = tensor(2u << 24, L.heads);
+        a.k = tensor(3u << 24, L.kv_heads);
+        a.v = tensor(4u << 24, L.kv_heads);
+        REQUIRE(check_folded_attention_args(a, AttentionKernel::block_wise_sm90, p) == "");
+        const std::vector<AttentionArgs> fs = folded_attention_problems(a, p);
+        CHECK(fs.size() == L.problems);
+
+        // Original (b, h, s) of an address of tensor t (heads h_n), or b = -1.
+        const auto origin = [&](const AttnTensor& t, int heads, uintptr_t addr, int& b, int& h, int& s) {
+            b = -1;
+            for (int bb = 0; bb < B; ++bb)
+                for (int hh = 0; hh < heads; ++hh)
+                    for (int ss = 0; ss < S; ++ss)
+                        if (reinterpret_cast<uintptr_t>(t.data) + 2 * (bb * t.stride_b + hh * t.stride_h + ss * t.stride_s) ==
+                            addr) {
+                            b = bb;
+                            h = hh;
+                            s = ss;
+                        }
+        };
+        const auto at = [](const AttnTensor& t, int b, int h, int s) {
+            return reinterpret_cast<uintptr_t>(t.data) + 2 * (b * t.stride_b + h * t.stride_h + s * t.stride_s);
+        };
+        std::vector<int> seen(static_cast<size_t>(B) * L.heads * S, 0);
+        int64_t wrong = 0;
+        for (const AttentionArgs& f : fs) {
+            CHECK(f.seq_q == S / p);
+            CHECK(f.heads / f.kv_heads == L.heads / L.kv_heads);
+            for (int b = 0; b < f.batch; ++b)
+                for (int h = 0; h < f.heads; ++h)
+                    for (int i = 0; i < f.seq_q; ++i) {
+                        int ob, oh, os, xb, xh, xs;
+                        origin(a.q, L.heads, at(f.q, b, h, i), ob, oh, os);
+                        origin(a.o, L.heads, at(f.o, b, h, i), xb, xh, xs);
+                        if (ob < 0 || xb != ob || xh != oh || xs != os || os / p != i) {
+                            ++wrong;
+                            continue;
+                        }
+                        ++seen[(static_cast<size_t>(ob) * L.heads + oh) * S + os];
+                        const int hk = h / (f.heads / f.kv_heads);
+                        for (int j = 0; j < f.seq_k; ++j) {
+                            int kb, kh, ks, vb, vh, vs;
+                            origin(a.k, L.kv_heads, at(f.k, b, hk, j), kb, kh, ks);
+                            origin(a.v, L.kv_heads, at(f.v, b, hk, j), vb, vh, vs);
+                            wrong += kb != ob || kh != oh / (L.heads / L.kv_heads) || ks != j * p + os % p || vb != kb ||
+                                     vh != kh || vs != ks;
+                        }
+                    }
+        }
+        CHECK(wrong == 0);
+        CHECK(std::count(seen.begin(), seen.end(), 1) == static_cast<int64_t>(seen.size()));
+    }
+    auto a = valid_args();
+    CHECK(check_folded_attention_args(a, AttentionKernel::block_wise, 3).find("does not divide") != std::string::npos);
+    a.mask.rows = a.mask.cols = 32;
+    CHECK(check_folded_attention_args(a, AttentionKernel::block_wise, 4) == "");
+    a.bias = a.q.data;
+    CHECK(check_folded_attention_args(a, AttentionKernel::block_wise, 4) == "a folded mask takes no key_valid or bias");
+    a = valid_args();
+    CHECK(check_folded_attention_args(a, AttentionKernel::block_wise, 4).find("folded: mask is 128x128") != std::string::npos);
+    CHECK(launch_folded_attention(a, AttentionKernel::block_wise, 4, nullptr) == cudaErrorInvalidValue);
 }

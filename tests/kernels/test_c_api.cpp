@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -135,5 +136,98 @@ TEST_CASE("C API: mask upload, stats, attention", "[gpu][c_api]") {
     cudaFree(dk);
     cudaFree(dv);
     cudaFree(dout);
+    stof_mask_destroy(m);
+}
+
+TEST_CASE("C API: a strided mask is stored folded and runs folded, or unfolded with key_valid", "[gpu][c_api]") {
+    STOF_REQUIRE_GPU();
+    auto rng = make_rng();
+    const int S = 256, D = 64, H = 2, P = 8;
+    std::vector<uint8_t> keep(static_cast<size_t>(S) * S);
+    for (int i = 0; i < S; ++i)
+        for (int j = 0; j < S; ++j) keep[static_cast<size_t>(i) * S + j] = (i - j) % P == 0;
+    stof_mask* m = nullptr;
+    REQUIRE(stof_mask_from_dense(keep.data(), 1, 1, S, S, 64, 64, &m) == STOF_OK);
+    int32_t fold = 0;
+    REQUIRE(stof_mask_get_fold(m, &fold) == STOF_OK);
+    CHECK(fold == P);
+    stof_mask_stats st;
+    REQUIRE(stof_mask_get_stats(m, &st) == STOF_OK);  // the stats of the mask as given
+    CHECK(st.nnz == static_cast<int64_t>(S) * S / P);
+    CHECK(st.partial_tiles == 16);
+
+    // [1, H, S, D] f16 inputs; the last 56 keys invalid in the key_valid run.
+    const size_t n = static_cast<size_t>(H) * S * D, bytes = n * 2;
+    std::vector<uint16_t> q(n), k(n), v(n);
+    std::normal_distribution<float> nd;
+    for (std::vector<uint16_t>* t : {&q, &k, &v})
+        for (uint16_t& x : *t) x = stof::f32_to_f16(nd(rng));
+    const int valid = 200;
+    const uint64_t words[4] = {~0ull, ~0ull, ~0ull, (uint64_t{1} << (valid - 192)) - 1};
+    void *dq, *dk, *dv, *dout, *dvalid;
+    REQUIRE(cudaMalloc(&dq, bytes) == cudaSuccess);
+    REQUIRE(cudaMalloc(&dk, bytes) == cudaSuccess);
+    REQUIRE(cudaMalloc(&dv, bytes) == cudaSuccess);
+    REQUIRE(cudaMalloc(&dout, bytes) == cudaSuccess);
+    REQUIRE(cudaMalloc(&dvalid, sizeof words) == cudaSuccess);
+    REQUIRE(cudaMemcpy(dq, q.data(), bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+    REQUIRE(cudaMemcpy(dk, k.data(), bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+    REQUIRE(cudaMemcpy(dv, v.data(), bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+    REQUIRE(cudaMemcpy(dvalid, words, sizeof words, cudaMemcpyHostToDevice) == cudaSuccess);
+    for (const bool padded : {false, true})
+        for (const int kernel : {STOF_KERNEL_AUTO, STOF_KERNEL_BLOCK_WISE, STOF_KERNEL_ROW_WISE, STOF_KERNEL_BLOCK_WISE_SM90}) {
+            REQUIRE(cudaMemset(dout, 0xFF, bytes) == cudaSuccess);
+            stof_attention_params p;
+            std::memset(&p, 0, sizeof p);
+            p.dtype = STOF_DTYPE_F16;
+            p.batch = 1;
+            p.heads = p.kv_heads = H;
+            p.seq_q = p.seq_k = S;
+            p.head_dim = D;
+            const stof_attn_tensor t{nullptr, int64_t{H} * S * D, int64_t{S} * D, D};
+            p.q = p.k = p.v = p.o = t;
+            p.q.data = dq;
+            p.k.data = dk;
+            p.v.data = dv;
+            p.o.data = dout;
+            p.scale = 0.125f;
+            p.mask = m;
+            p.key_valid = padded ? static_cast<const uint64_t*>(dvalid) : nullptr;
+            p.kernel = kernel;
+            INFO("kernel " << kernel << (padded ? " key_valid" : "") << ": " << stof_last_error());
+            REQUIRE(stof_attention(&p, nullptr) == STOF_OK);
+            REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+            std::vector<uint16_t> out(n);
+            REQUIRE(cudaMemcpy(out.data(), dout, bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+            double num = 0, den = 0;
+            for (int h = 0; h < H; ++h)
+                for (int i = 0; i < S; ++i) {
+                    std::vector<double> s(S, 0);
+                    double mx = -1e300, l = 0;
+                    const auto kept = [&](int j) { return keep[static_cast<size_t>(i) * S + j] && (!padded || j < valid); };
+                    for (int j = 0; j < S; ++j) {
+                        if (!kept(j)) continue;
+                        double dot = 0;
+                        for (int d = 0; d < D; ++d)
+                            dot += double{stof::f16_to_f32(q[(static_cast<size_t>(h) * S + i) * D + d])} *
+                                   stof::f16_to_f32(k[(static_cast<size_t>(h) * S + j) * D + d]);
+                        s[j] = dot * 0.125;
+                        mx = std::max(mx, s[j]);
+                    }
+                    for (int j = 0; j < S; ++j)
+                        if (kept(j)) l += s[j] = std::exp(s[j] - mx);
+                    for (int d = 0; d < D; ++d) {
+                        double ref = 0;
+                        for (int j = 0; j < S; ++j)
+                            if (kept(j)) ref += s[j] * stof::f16_to_f32(v[(static_cast<size_t>(h) * S + j) * D + d]);
+                        ref /= l;
+                        const double got = stof::f16_to_f32(out[(static_cast<size_t>(h) * S + i) * D + d]);
+                        num += (got - ref) * (got - ref);
+                        den += ref * ref;
+                    }
+                }
+            CHECK(std::sqrt(num / den) < 3e-3);
+        }
+    for (void* ptr : {dq, dk, dv, dout, dvalid}) cudaFree(ptr);
     stof_mask_destroy(m);
 }

@@ -90,11 +90,16 @@ class Mask:
         s = MaskStats()
         stof._check(stof.lib.stof_mask_get_stats(handle, ctypes.byref(s)))
         self.stats = {f: getattr(s, f) for f, _ in MaskStats._fields_}
+        fold = ctypes.c_int32()
+        stof._check(stof.lib.stof_mask_get_fold(handle, ctypes.byref(fold)))
+        self.fold = fold.value  # the period of its folded form (stof/mask_fold.hpp); 1: none
 
     def selected(self):
+        """The selector's kernel, and the fold the mask runs with (no key_valid or bias given)."""
         k = ctypes.c_int32()
         self.stof._check(self.stof.lib.stof_attention_select(self.handle, self.stats["cols"], ctypes.byref(k)))
-        return "row-wise" if k.value == 1 else "block-wise"
+        kernel = "row-wise" if k.value == 1 else "block-wise"
+        return kernel if self.fold == 1 else f"{kernel}, folded {self.fold}"
 
     def __del__(self):
         if getattr(self, "handle", None):

@@ -150,11 +150,16 @@ STOF_API stof_status stof_mask_create(int32_t rows, int32_t cols, int32_t tile_m
                                       const int32_t* bitmap_idx, size_t nnz_tiles, const uint64_t* bitmaps, size_t bitmap_words,
                                       stof_mask** out);
 /* Builds and uploads the mask of a dense host keep array (nonzero = keep) of shape
- * [mask_batch, mask_heads, rows, cols], row-major. Synchronous. */
+ * [mask_batch, mask_heads, rows, cols], row-major. Synchronous. A mask that keeps (i, j)
+ * only where i and j are congruent modulo a period p, with one pattern for every residue
+ * (strided masks; stof/mask_fold.hpp), is also stored folded: stof_attention then runs it as
+ * attention over rows / p queries per residue, unless it is given key_valid or a bias. */
 STOF_API stof_status stof_mask_from_dense(const uint8_t* keep, int32_t mask_batch, int32_t mask_heads, int32_t rows,
                                           int32_t cols, int32_t tile_m, int32_t tile_n, stof_mask** out);
 /* Frees the mask (no kernel may still read it); null is ignored. */
 STOF_API void stof_mask_destroy(stof_mask* mask);
+/* The period p of the mask's folded form (stof_mask_from_dense); 1: it has none. */
+STOF_API stof_status stof_mask_get_fold(const stof_mask* mask, int32_t* period);
 
 typedef struct stof_mask_stats {
     int32_t rows, cols, tile_m, tile_n, mask_batch, mask_heads;
@@ -191,7 +196,8 @@ typedef struct stof_attention_params {
     int32_t block_m; /* block-wise query rows per CTA: 0 = auto, 64 or 128 */
 } stof_attention_params;
 
-/* Launches one kernel on `stream` (a cudaStream_t; null = the default stream);
+/* Launches one kernel on `stream` (a cudaStream_t; null = the default stream), or one per
+ * residue for a folded mask whose tensors cannot be viewed as one problem;
  * no synchronisation: launch errors are reported, execution errors surface later. */
 STOF_API stof_status stof_attention(const stof_attention_params* params, void* stream);
 /* The kernel the selector picks (STOF_KERNEL_BLOCK_WISE / _ROW_WISE) for the mask at key length seq_k. */

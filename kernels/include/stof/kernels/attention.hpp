@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace stof::kernels {
 
@@ -74,6 +75,21 @@ std::string check_attention_args(const AttentionArgs& a, AttentionKernel kernel)
 // Launches one kernel on `stream`. Invalid arguments return cudaErrorInvalidValue
 // (call check_attention_args for the reason); launch failures return the CUDA error.
 cudaError_t launch_attention(const AttentionArgs& a, AttentionKernel kernel, cudaStream_t stream);
+
+// Attention under a mask folded with period p (stof/mask_fold.hpp): a.mask is the folded
+// mask ([seq_q / p, seq_k / p]), a.key_valid and a.bias are null; queries i'p + r attend
+// keys j'p + r. It runs as one problem with p times the heads (residue-major) when every
+// tensor's row stride is heads (kv_heads for k, v) times its head stride ([b, s, h, d]) and
+// the mask is one pattern per batch; else as one problem with (batch, head) pairs as the
+// batch and the residues as the heads when heads == kv_heads, the mask is one pattern and
+// every tensor's batch stride is heads times its head stride (or batch is 1); else as p
+// problems, one per residue.
+std::vector<AttentionArgs> folded_attention_problems(const AttentionArgs& a, int32_t p);
+// "" when a folded launch supports these arguments, else what is wrong with them.
+std::string check_folded_attention_args(const AttentionArgs& a, AttentionKernel kernel, int32_t p);
+// Launches the problems of folded_attention_problems on `stream`; invalid arguments return
+// cudaErrorInvalidValue (call check_folded_attention_args for the reason).
+cudaError_t launch_folded_attention(const AttentionArgs& a, AttentionKernel kernel, int32_t p, cudaStream_t stream);
 
 // The analytical selector: row-wise when rho - tau / log2(seq / 16)^2 < 0, where
 // rho = non-empty 16x16 tiles / all 16x16 tiles (stof::mask_stats().rho).
