@@ -303,6 +303,17 @@ TEST_CASE("hostile requests: nothing is ignored or answered silently wrong (clas
     test::set_attr(c, "stirdes", std::vector<int64_t>{2, 2});
     conv.output("y");
     require_refusal(test::run_stofc({"ir", save(dir, "conv.onnx", conv.bytes())}), "op 'Conv' has no attribute 'stirdes'");
+    for (const auto& [attr, v, message] :
+         {std::tuple{"strides", std::vector<int64_t>{0, 1}, "stride 0 and dilation 1 along axis 0 must be in 1..1048576"},
+          std::tuple{"dilations", std::vector<int64_t>{1, int64_t{1} << 40}, "dilation 1099511627776 along axis 1"},
+          std::tuple{"pads", std::vector<int64_t>{0, -1, 0, 0}, "padding -1 is not in 0..1048576"}}) {
+        OnnxBuilder bad;
+        bad.input("x", kF32, {1, 1, 4, 4});
+        bad.initializer("w", test::iota_f32({1, 1, 1, 1}));
+        test::set_attr(bad.node("Conv", {"x", "w"}, {"y"}, "conv"), attr, v);
+        bad.output("y");
+        require_refusal(test::run_stofc({"ir", save(dir, "bad_conv.onnx", bad.bytes())}), message);
+    }
 
     const std::string att = save(dir, "attention.onnx", attention_model());
     require_refusal(test::run_stofc({"ir", att, "--mask", "7=causal"}),

@@ -25,6 +25,16 @@ void set_spatial(ConvGeom& g, const std::vector<int64_t>& in, const std::vector<
     g.pl = pads[sp - 1];
 }
 
+// Strides and dilations in 1..2^20, pads (and output paddings) in 0..2^20.
+void check_window(const Node& n, const std::vector<int64_t>& strides, const std::vector<int64_t>& dil,
+                  const std::vector<int64_t>& pads) {
+    constexpr int64_t kMax = int64_t{1} << 20;
+    for (size_t d = 0; d < strides.size(); ++d)
+        STOF_CHECK(strides[d] >= 1 && strides[d] <= kMax && dil[d] >= 1 && dil[d] <= kMax,
+                   "{}: stride {} and dilation {} along axis {} must be in 1..{}", n.label(), strides[d], dil[d], d, kMax);
+    for (int64_t p : pads) STOF_CHECK(p >= 0 && p <= kMax, "{}: padding {} is not in 0..{}", n.label(), p, kMax);
+}
+
 }  // namespace
 
 ConvGeom conv_geometry(const Node& n, const Shape& x, const Shape& wt) {
@@ -45,6 +55,7 @@ ConvGeom conv_geometry(const Node& n, const Shape& x, const Shape& wt) {
     std::vector<int64_t> pads = n.attrs.ints("pads", std::vector<int64_t>(2 * sp, 0));
     STOF_CHECK(strides.size() == sp && dil.size() == sp && pads.size() == 2 * sp, "{}: strides/dilations/pads rank mismatch",
                n.label());
+    check_window(n, strides, dil, pads);
     const std::string auto_pad = n.attrs.s("auto_pad", "NOTSET");
     const std::vector<int64_t> in_sp(x.begin() + 2, x.end());
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
@@ -88,6 +99,8 @@ ConvGeom conv_transpose_geometry(const Node& n, const Shape& x, const Shape& wt)
     std::vector<int64_t> pads = n.attrs.ints("pads", std::vector<int64_t>(2 * sp, 0));
     STOF_CHECK(strides.size() == sp && dil.size() == sp && outpad.size() == sp && pads.size() == 2 * sp,
                "{}: strides/dilations/pads rank mismatch", n.label());
+    check_window(n, strides, dil, pads);
+    check_window(n, strides, dil, outpad);
     STOF_CHECK(!n.attrs.has("output_shape") && n.attrs.s("auto_pad", "NOTSET") == "NOTSET",
                "{}: output_shape and auto_pad are not supported", n.label());
     const std::vector<int64_t> in_sp(x.begin() + 2, x.end());
