@@ -5,9 +5,15 @@
 #include "onnx_builder.hpp"
 #include "plan/plan_reader.hpp"
 #include "plan/plan_writer.hpp"
+#include "stof/npy.hpp"
+#include "stof/sparse_mask.hpp"
 #include "test_util.hpp"
 
+#include <filesystem>
+#include <random>
+
 using namespace stof;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -132,5 +138,50 @@ TEST_CASE("empty outputs and segments get no steps, and their plans pass the rea
         b.node("Resize", {"x", "", "scales"}, {"y"});
         b.output("y");
         check(b.bytes(), "Resize to an empty shape");
+    }
+}
+
+TEST_CASE("a strided mask is stored folded unless the attention has padding", "[cpu][compile]") {
+    const int S = 256;
+    const fs::path dir = fs::path(test::binary_dir()) / "test_tmp" / "folded_masks";
+    fs::create_directories(dir);
+    Tensor strided(DType::boolean, {S, S}), random(DType::boolean, {S, S});
+    std::mt19937_64 rng = test::make_rng();
+    for (int64_t i = 0; i < S; ++i)
+        for (int64_t j = 0; j < S; ++j) {
+            strided.set_i64(i * S + j, (i - j) % 8 == 0);
+            random.set_i64(i * S + j, i == j || rng() % 16 == 0);
+        }
+    write_npy((dir / "strided.npy").string(), strided);
+    write_npy((dir / "random.npy").string(), random);
+    for (const auto& [file, fold] : {std::pair{"strided.npy", 8}, std::pair{"random.npy", 1}}) {
+        INFO(file);
+        ir::Graph g = import_onnx_bytes(attention_model(64, S), "", "attention");
+        CompileOptions opt = test::compile_options(Precision::fp16, "attention.onnx");
+        opt.pipeline.pass.masks = {"file:" + (dir / file).string()};
+        const plan::Plan p = compile_model(g, opt);
+        REQUIRE(attention_steps(p) == 1);
+        for (const plan::Step& s : p.steps)
+            if (s.kind == plan::StepKind::attention) {
+                CHECK(s.attention.fold == fold);
+                const SparseMask& m = p.masks[static_cast<size_t>(s.attention.mask)].mask;
+                CHECK(m.rows == S / fold);
+                CHECK(m.cols == S / fold);
+                if (fold > 1) {  // the folded mask is dense: every kept (i, j) of the file
+                    CHECK(mask_stats(m).full_tiles == 1);
+                    CHECK(mask_stats(m).partial_tiles == 0);
+                }
+            }
+        const plan::Plan back = plan::parse_plan(plan::serialize_plan(p), "folded");
+        CHECK(back.steps.size() == p.steps.size());
+        // A fold that does not match the stored mask, or does not divide the lengths, is refused.
+        for (const int bad : {fold == 1 ? 2 : 4, 3, 0}) {
+            plan::Plan q = p;
+            for (plan::Step& s : q.steps)
+                if (s.kind == plan::StepKind::attention) s.attention.fold = bad;
+            CHECK_THROWS_WITH(plan::parse_plan(plan::serialize_plan(q), "folded"), Catch::Contains(bad == 3 ? "does not divide"
+                                                                                                   : bad == 0 ? "not in 1..64"
+                                                                                                              : "folded by"));
+        }
     }
 }

@@ -68,9 +68,10 @@ std::string step_detail(const plan::Plan& p, const plan::Step& s) {
                 return fmt::format("{}{}({},{},{})", tensor_name(p, o.tensor),
                                    o.byte_offset ? fmt::format("+{}", o.byte_offset) : "", o.stride_b, o.stride_h, o.stride_s);
             };
-            return fmt::format("{} = attention(q={}, k={}, v={}) batch={} heads={}/{} seq={}x{} head_dim={} mask {}{}{}",
+            return fmt::format("{} = attention(q={}, k={}, v={}) batch={} heads={}/{} seq={}x{} head_dim={} mask {}{}{}{}",
                                operand(a.o), operand(a.q), operand(a.k), operand(a.v), a.batch, a.heads, a.kv_heads, a.seq_q,
-                               a.seq_k, a.head_dim, a.mask, a.key_valid >= 0 ? " key_valid=" + tensor_name(p, a.key_valid) : "",
+                               a.seq_k, a.head_dim, a.mask, a.fold > 1 ? fmt::format(" folded by {}", a.fold) : "",
+                               a.key_valid >= 0 ? " key_valid=" + tensor_name(p, a.key_valid) : "",
                                a.bias >= 0 ? " bias=" + tensor_name(p, a.bias) : "");
         }
         case plan::StepKind::key_valid:

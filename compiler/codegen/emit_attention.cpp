@@ -2,6 +2,8 @@
 // a constant keep pattern becomes a plan mask (two-level sparse format), one
 // computed at run time a run-time plan mask filled by a MaskConvertStep, a
 // padding input a KeyValidStep, a bias a [H|1, Sq, Sk] weight broadcast over batch.
+// A pattern known at compile time that folds (stof/mask_fold.hpp) is stored folded when
+// the attention has no bias or padding.
 // Operands are read and written where they are, with the strides of their
 // layout (ops/attention_layout.hpp).
 #include "codegen/emitters.hpp"
@@ -10,6 +12,7 @@
 #include "ops/attention_layout.hpp"
 #include "stof/error.hpp"
 #include "stof/kernels/selector.hpp"
+#include "stof/mask_fold.hpp"
 #include "stof/sparse_mask.hpp"
 
 #include <spdlog/spdlog.h>
@@ -60,6 +63,10 @@ void emit_attention(LowerState& st, const ir::Node& n) {
     // A keep pattern that arrives at run time ([1|B,1|H,Sq,Sk] bool): converted on the
     // GPU once per run and value, before its first attention.
     const bool has_keep = n.inputs.size() > 3 && n.inputs[3] != ir::kNoValue;
+    // A pattern known at compile time may be stored folded (stof/mask_fold.hpp) when nothing else masks per key.
+    const bool has_bias = n.inputs.size() > 4 && n.inputs[4] != ir::kNoValue,
+               has_padding = n.inputs.size() > 5 && n.inputs[5] != ir::kNoValue;
+    const bool may_fold = !has_bias && !has_padding;
     const ir::MaskTilesAttr tiles = n.attrs.mask_tiles("keep_tiles");
     if (has_keep && !g.value(n.inputs[3]).data) {
         auto [it, fresh] = st.runtime_masks.try_emplace(n.inputs[3], -1);
@@ -93,9 +100,12 @@ void emit_attention(LowerState& st, const ir::Node& n) {
         a.kernel = st.attention_kernel == AttentionKernelChoice::row_wise ? 1 : 0;
         spdlog::info("{}: mask {} built at run time from '{}', {} kernel", n.label(), n.attrs.s("mask", "dense"),
                      g.value(n.inputs[3]).name, a.kernel == 1 ? "row-wise" : "block-wise");
-    } else if (auto [it, fresh] = st.static_masks.try_emplace({has_keep ? n.inputs[3] : ir::kNoValue, tiles.get(), Sq, Sk});
+    } else if (auto [it, fresh] = st.static_masks.try_emplace(
+                   {has_keep ? n.inputs[3] : ir::kNoValue, tiles.get(), Sq, Sk, may_fold});
                !fresh) {  // the same pattern as an earlier attention
-        std::tie(a.mask, a.kernel) = it->second;
+        a.mask = it->second.mask;
+        a.kernel = it->second.kernel;
+        a.fold = it->second.fold;
     } else {
         // The pattern: keep_tiles, the keep constant ([Sq,Sk] or [1|B,1|H,Sq,Sk]) or all kept.
         plan::MaskEntry entry;
@@ -112,8 +122,10 @@ void emit_attention(LowerState& st, const ir::Node& n) {
         } else {
             entry.mask = build_mask(MaskSpec{}, Sq, Sk);  // every tile full
         }
+        if (may_fold) a.fold = fold_period(entry.mask);
+        if (a.fold > 1) entry.mask = fold_mask(entry.mask, a.fold);
         const SparseMaskStats stats = mask_stats(entry.mask);
-        const kernels::SelectorDecision decision = kernels::decide_attention_kernel(stats.rho, Sk);
+        const kernels::SelectorDecision decision = kernels::decide_attention_kernel(stats.rho, Sk / a.fold);
         std::string kernel = decision.kernel_name(), reason = decision.reason;
         bool row_wise = decision.row_wise;
         if (st.attention_kernel != AttentionKernelChoice::selector) {
@@ -124,11 +136,11 @@ void emit_attention(LowerState& st, const ir::Node& n) {
         entry.kernel_reason = reason;
         a.kernel = row_wise ? 1 : 0;
         a.mask = static_cast<int32_t>(st.plan.masks.size());
-        it->second = {a.mask, a.kernel};
+        it->second = {a.mask, a.kernel, a.fold};
         st.plan.masks.push_back(std::move(entry));
-        spdlog::info("{}: mask {} density {:.4f}, tiles {} empty / {} full / {} partial, {} kernel ({})", n.label(),
-                     n.attrs.s("mask", "dense"), stats.density, stats.empty_tiles, stats.full_tiles, stats.partial_tiles,
-                     kernel, reason);
+        spdlog::info("{}: mask {}{} density {:.4f}, tiles {} empty / {} full / {} partial, {} kernel ({})", n.label(),
+                     n.attrs.s("mask", "dense"), a.fold > 1 ? fmt::format(" folded by {}", a.fold) : "", stats.density,
+                     stats.empty_tiles, stats.full_tiles, stats.partial_tiles, kernel, reason);
     }
 
     // Hopper: the block-wise choice at head_dim 64 or 128 runs the sm_90a kernel (TMA, wgmma;
@@ -139,7 +151,7 @@ void emit_attention(LowerState& st, const ir::Node& n) {
     }
 
     // Padding: packed into validity words once per run, shared by every attention reading the same input.
-    if (n.inputs.size() > 5 && n.inputs[5] != ir::kNoValue) {
+    if (has_padding) {
         auto [it, fresh] = st.key_valid_words.try_emplace(n.inputs[5], -1);
         if (fresh) {
             plan::Step kv;
@@ -157,7 +169,7 @@ void emit_attention(LowerState& st, const ir::Node& n) {
         a.key_valid = it->second;
     }
     // Bias: [1, 1|H, Sq, Sk] (or [Sq, Sk]) stored as [1|H, Sq, Sk] in the attention dtype.
-    if (n.inputs.size() > 4 && n.inputs[4] != ir::kNoValue) {
+    if (has_bias) {
         const Tensor& bias = *g.value(n.inputs[4]).data;
         const int64_t bh = bias.shape.size() == 4 ? bias.shape[1] : 1;
         Tensor b(bias.dtype, {bh, Sq, Sk});

@@ -100,6 +100,7 @@ private:
         std::unique_ptr<LtGemm> gemm;
         kernels::AttentionArgs attention;
         kernels::AttentionKernel attention_kernel = kernels::AttentionKernel::block_wise;
+        int32_t attention_fold = 1;  // plan::AttentionStep::fold
         KeyValid key_valid;
         Copy copy;
         MaskConvert mask_convert;

@@ -109,6 +109,7 @@ void fields(S& a, F&& f) {
     f("bias_stride_h", a.bias_stride_h);
     f("bias_stride_s", a.bias_stride_s);
     f("kernel", a.kernel);
+    f("fold", a.fold);
 }
 
 template <class S, class F>

@@ -306,8 +306,15 @@ private:
                    a.mask, p_.masks.size());
         STOF_CHECK(filled_[a.mask], "run-time mask {} is read before a mask_convert step fills it", a.mask);
         const SparseMask& m = p_.masks[a.mask].mask;
-        STOF_CHECK(m.rows == a.seq_q && m.cols == a.seq_k, "mask {} is {}x{}, the scores {}x{}", a.mask, m.rows, m.cols,
-                   a.seq_q, a.seq_k);
+        STOF_CHECK(a.fold >= 1 && a.fold <= 64, "fold {} is not in 1..64", a.fold);
+        if (a.fold > 1) {
+            STOF_CHECK(a.seq_q % a.fold == 0 && a.seq_k % a.fold == 0, "fold {} does not divide the scores {}x{}", a.fold,
+                       a.seq_q, a.seq_k);
+            STOF_CHECK(a.key_valid == -1 && a.bias == -1 && !p_.masks[a.mask].runtime,
+                       "a folded mask takes no key_valid, bias or run-time mask");
+        }
+        STOF_CHECK(m.rows == a.seq_q / a.fold && m.cols == a.seq_k / a.fold, "mask {} is {}x{}, the scores {}x{}{}", a.mask,
+                   m.rows, m.cols, a.seq_q, a.seq_k, a.fold > 1 ? fmt::format(" folded by {}", a.fold) : "");
         STOF_CHECK((m.mask_batch == 1 || m.mask_batch == a.batch) && (m.mask_heads == 1 || m.mask_heads == a.heads),
                    "mask {} has {}x{} patterns for batch {} and {} heads", a.mask, m.mask_batch, m.mask_heads, a.batch,
                    a.heads);

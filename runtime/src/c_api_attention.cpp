@@ -159,14 +159,12 @@ stof_status stof_mask_from_dense(const uint8_t* keep, int32_t mask_batch, int32_
         if (!keep && static_cast<int64_t>(rows) * cols > 0) throw InvalidArgument{"stof_mask_from_dense: keep is null"};
         stof::SparseMask m = stof::from_dense(keep, mask_batch, mask_heads, rows, cols, tile_m, tile_n);
         m.validate();
-        const int32_t fold = keep ? stof::fold_period(keep, mask_batch, mask_heads, rows, cols, tile_m, tile_n) : 1;
+        const int32_t fold = stof::fold_period(m);
         if (fold == 1) {
             *out = upload(std::move(m));
             return;
         }
-        const std::vector<uint8_t> fk = stof::fold_keep(keep, mask_batch, mask_heads, rows, cols, fold);
-        const stof::SparseMask f = stof::from_dense(fk.data(), mask_batch, mask_heads, rows / fold, cols / fold, tile_m, tile_n);
-        f.validate();
+        const stof::SparseMask f = stof::fold_mask(m, fold);
         *out = upload(std::move(m), fold, &f);
     });
 }

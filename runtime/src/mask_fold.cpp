@@ -1,93 +1,86 @@
-// fold_period, fold_keep: see stof/mask_fold.hpp.
+// fold_period, fold_mask: see stof/mask_fold.hpp.
 #include "stof/mask_fold.hpp"
 
 #include "stof/error.hpp"
 
-#include <algorithm>
 #include <cstdlib>
 #include <numeric>
+#include <vector>
 
 namespace stof {
 
 namespace {
 
-// Non-empty tile_m × tile_n tiles of the rows × cols keep arrays of every pattern.
-int64_t nonempty_tiles(const uint8_t* keep, int64_t patterns, int32_t rows, int32_t cols, int32_t tile_m, int32_t tile_n) {
-    const int32_t tcols = (cols + tile_n - 1) / tile_n;
-    int64_t n = 0;
-    std::vector<char> seen(static_cast<size_t>(tcols));
-    for (int64_t pat = 0; pat < patterns; ++pat)
-        for (int32_t i0 = 0; i0 < rows; i0 += tile_m) {
-            std::fill(seen.begin(), seen.end(), 0);
-            for (int32_t i = i0; i < std::min(rows, i0 + tile_m); ++i) {
-                const uint8_t* row = keep + (pat * rows + i) * static_cast<int64_t>(cols);
-                for (int32_t j = 0; j < cols; ++j)
-                    if (row[j]) seen[static_cast<size_t>(j / tile_n)] = 1;
+// Calls f(pattern, i, j) for every kept entry of m, tile by tile, while f returns true.
+template <class F> void for_each_kept(const SparseMask& m, F&& f) {
+    const int32_t trows = m.tile_rows(), wc = m.tile_n / 8;
+    for (int32_t p = 0; p < m.patterns(); ++p)
+        for (int32_t tr = 0; tr < trows; ++tr) {
+            const size_t base = static_cast<size_t>(p) * (trows + 1) + tr;
+            for (int32_t t = m.row_ptr[base]; t < m.row_ptr[base + 1]; ++t) {
+                const int32_t tc = m.col_idx[static_cast<size_t>(t)], b = m.bitmap_idx[static_cast<size_t>(t)];
+                for (int32_t r = 0; r < m.tile_m && tr * m.tile_m + r < m.rows; ++r)
+                    for (int32_t c = 0; c < m.tile_n && tc * m.tile_n + c < m.cols; ++c) {
+                        if (b >= 0) {
+                            const uint64_t w = m.bitmaps[static_cast<size_t>(b) * m.words_per_tile() + (r / 8) * wc + c / 8];
+                            if (!((w >> ((r % 8) * 8 + c % 8)) & 1u)) continue;
+                        }
+                        if (!f(p, tr * m.tile_m + r, tc * m.tile_n + c)) return;
+                    }
             }
-            for (char s : seen) n += s;
         }
-    return n;
 }
 
-// Every pattern keeps (i, j) only where i ≡ j (mod p), and keep(i'p + r, j'p + r) = keep(i'p, j'p).
-bool folds(const uint8_t* keep, int64_t patterns, int32_t rows, int32_t cols, int32_t p) {
-    for (int64_t pat = 0; pat < patterns; ++pat)
-        for (int32_t i = 0; i < rows; ++i) {
-            const uint8_t* row = keep + (pat * rows + i) * static_cast<int64_t>(cols);
-            const uint8_t* first = keep + (pat * rows + i - i % p) * static_cast<int64_t>(cols);
-            for (int32_t j = 0; j < cols; ++j) {
-                const bool k = row[j] != 0;
-                if (j % p != i % p) {
-                    if (k) return false;
-                } else if (k != (first[j - j % p] != 0)) {
-                    return false;
-                }
-            }
+// The folded keep array [patterns, rows / p, cols / p] of m when m folds with period p, else empty.
+std::vector<uint8_t> folded_keep(const SparseMask& m, int32_t p) {
+    const int64_t fr = m.rows / p, fc = m.cols / p;
+    std::vector<uint8_t> f(static_cast<size_t>(m.patterns() * fr * fc), 0);
+    int64_t reps = 0, kept = 0;
+    for_each_kept(m, [&](int32_t pat, int32_t i, int32_t j) {
+        if (i % p == 0 && j % p == 0) {
+            f[static_cast<size_t>((pat * fr + i / p) * fc + j / p)] = 1;
+            ++reps;
         }
-    return true;
+        return true;
+    });
+    // Every kept entry is a translate (i'p + r, j'p + r) of a kept representative, and each
+    // representative has all p of its translates kept.
+    bool ok = true;
+    for_each_kept(m, [&](int32_t pat, int32_t i, int32_t j) {
+        ++kept;
+        ok = i % p == j % p && f[static_cast<size_t>((pat * fr + i / p) * fc + j / p)];
+        return ok;
+    });
+    if (!ok || kept != p * reps) f.clear();
+    return f;
 }
 
 }  // namespace
 
-int32_t fold_period(const uint8_t* keep, int32_t mask_batch, int32_t mask_heads, int32_t rows, int32_t cols, int32_t tile_m,
-                    int32_t tile_n) {
-    STOF_CHECK(mask_batch >= 1 && mask_heads >= 1 && rows >= 0 && cols >= 0 && tile_m >= 1 && tile_n >= 1,
-               "fold_period: invalid sizes");
-    const int64_t patterns = static_cast<int64_t>(mask_batch) * mask_heads;
-    // Every kept (i, j) has i ≡ j modulo any period that folds: the gcd of their distances bounds it.
+int32_t fold_period(const SparseMask& m) {
+    // Every kept (i, j) has i ≡ j modulo a period that folds: the gcd of their distances bounds it.
     int64_t g = 0;
-    for (int64_t pat = 0; pat < patterns && g != 1; ++pat)
-        for (int32_t i = 0; i < rows && g != 1; ++i) {
-            const uint8_t* row = keep + (pat * rows + i) * static_cast<int64_t>(cols);
-            for (int32_t j = 0; j < cols; ++j)
-                if (row[j] && j != i) {
-                    g = std::gcd(g, static_cast<int64_t>(std::abs(i - j)));
-                    if (g == 1) break;
-                }
-        }
+    for_each_kept(m, [&](int32_t, int32_t i, int32_t j) {
+        if (i != j) g = std::gcd(g, static_cast<int64_t>(std::abs(i - j)));
+        return g != 1;
+    });
     if (g < 2) return 1;  // dense-like distances, or only the diagonal (no tile to save)
-    int64_t unfolded = -1;
+    const int64_t unfolded = static_cast<int64_t>(m.col_idx.size());
     for (int32_t p = 64; p >= 2; --p) {
-        if (g % p != 0 || rows % p != 0 || cols % p != 0 || !folds(keep, patterns, rows, cols, p)) continue;
-        if (unfolded < 0) unfolded = nonempty_tiles(keep, patterns, rows, cols, tile_m, tile_n);
-        const std::vector<uint8_t> f = fold_keep(keep, mask_batch, mask_heads, rows, cols, p);
-        if (p * nonempty_tiles(f.data(), patterns, rows / p, cols / p, tile_m, tile_n) < unfolded) return p;
+        if (g % p != 0 || m.rows % p != 0 || m.cols % p != 0) continue;
+        const std::vector<uint8_t> f = folded_keep(m, p);
+        if (f.empty()) continue;
+        const SparseMask fm = from_dense(f.data(), m.mask_batch, m.mask_heads, m.rows / p, m.cols / p, m.tile_m, m.tile_n);
+        if (p * static_cast<int64_t>(fm.col_idx.size()) < unfolded) return p;
     }
     return 1;
 }
 
-std::vector<uint8_t> fold_keep(const uint8_t* keep, int32_t mask_batch, int32_t mask_heads, int32_t rows, int32_t cols,
-                               int32_t p) {
-    STOF_CHECK(p >= 1 && rows % p == 0 && cols % p == 0, "fold_keep: period {} does not divide {}x{}", p, rows, cols);
-    const int64_t patterns = static_cast<int64_t>(mask_batch) * mask_heads;
-    const int32_t fr = rows / p, fc = cols / p;
-    std::vector<uint8_t> f(static_cast<size_t>(patterns * fr * fc));
-    for (int64_t pat = 0; pat < patterns; ++pat)
-        for (int32_t i = 0; i < fr; ++i)
-            for (int32_t j = 0; j < fc; ++j)
-                f[static_cast<size_t>((pat * fr + i) * fc + j)] =
-                    keep[(pat * rows + static_cast<int64_t>(i) * p) * cols + static_cast<int64_t>(j) * p] != 0;
-    return f;
+SparseMask fold_mask(const SparseMask& m, int32_t p) {
+    STOF_CHECK(p >= 1 && m.rows % p == 0 && m.cols % p == 0, "fold_mask: period {} does not divide {}x{}", p, m.rows, m.cols);
+    const std::vector<uint8_t> f = folded_keep(m, p);
+    STOF_CHECK(!f.empty() || m.rows == 0 || m.cols == 0, "fold_mask: the mask does not fold with period {}", p);
+    return from_dense(f.data(), m.mask_batch, m.mask_heads, m.rows / p, m.cols / p, m.tile_m, m.tile_n);
 }
 
 }  // namespace stof

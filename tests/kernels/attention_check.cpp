@@ -158,10 +158,8 @@ AttentionResult run_attention_case(const AttentionCase& c, std::mt19937_64& rng)
     const int fold = std::max(c.fold, 1);
     REQUIRE(SQ % fold == 0);
     REQUIRE(SK % fold == 0);
-    const std::vector<uint8_t> folded = fold > 1 ? fold_keep(c.keep.data(), c.mask_batch, c.mask_heads, SQ, SK, fold)
-                                                 : std::vector<uint8_t>();
-    const SparseMask mask = from_dense(fold > 1 ? folded.data() : c.keep.data(), c.mask_batch, c.mask_heads, SQ / fold,
-                                       SK / fold, c.tile_m, 64);
+    SparseMask mask = from_dense(c.keep.data(), c.mask_batch, c.mask_heads, SQ, SK, c.tile_m, 64);
+    if (fold > 1) mask = fold_mask(mask, fold);
     mask.validate();
     DeviceBuffer d_row(mask.row_ptr.size() * 4), d_col(mask.col_idx.size() * 4), d_bmi(mask.bitmap_idx.size() * 4),
         d_bm(mask.bitmaps.size() * 8);

@@ -24,7 +24,7 @@ std::vector<uint8_t> make(int patterns, int rows, int cols, const std::function<
 TEST_CASE("fold_period finds the period of strided masks and none elsewhere", "[cpu][mask]") {
     const int S = 1024;
     const auto period = [](const std::vector<uint8_t>& k, int patterns, int rows, int cols) {
-        return fold_period(k.data(), 1, patterns, rows, cols);
+        return fold_period(from_dense(k.data(), 1, patterns, rows, cols));
     };
     for (const int p : {8, 16}) {
         INFO("period " << p);
@@ -53,20 +53,28 @@ TEST_CASE("fold_period finds the period of strided masks and none elsewhere", "[
     CHECK(period(make(1, 64, 64, [](int, int i, int j) { return (i - j) % 2 == 0; }), 1, 64, 64) == 1);
 }
 
-TEST_CASE("fold_keep: keep(i, j) is i = j (mod p) and the folded mask at (i / p, j / p)", "[cpu][mask]") {
+TEST_CASE("fold_mask: keep(i, j) is i = j (mod p) and the folded mask at (i / p, j / p)", "[cpu][mask]") {
     const int p = 8, rows = 512, cols = 768;
     const auto keep = make(2, rows, cols, [](int h, int i, int j) { return (i - j) % 8 == 0 && (h == 0 || j <= i); });
-    REQUIRE(fold_period(keep.data(), 2, 1, rows, cols) == p);
-    const std::vector<uint8_t> f = fold_keep(keep.data(), 2, 1, rows, cols, p);
-    REQUIRE(f.size() == 2u * (rows / p) * (cols / p));
+    const SparseMask m = from_dense(keep.data(), 2, 1, rows, cols, 128, 64);
+    REQUIRE(fold_period(m) == p);
+    const SparseMask f = fold_mask(m, p);
+    f.validate();
+    CHECK(f.rows == rows / p);
+    CHECK(f.cols == cols / p);
+    CHECK(f.tile_m == 128);
+    CHECK(f.patterns() == 2);
     int64_t wrong = 0;
-    for (int h = 0; h < 2; ++h)
+    for (int h = 0; h < 2; ++h) {
+        const std::vector<uint8_t> d = to_dense(f, h);
         for (int i = 0; i < rows; ++i)
             for (int j = 0; j < cols; ++j) {
                 const bool want = keep[(static_cast<size_t>(h) * rows + i) * cols + j] != 0;
-                const bool got = i % p == j % p && f[(static_cast<size_t>(h) * (rows / p) + i / p) * (cols / p) + j / p] != 0;
+                const bool got = i % p == j % p && d[static_cast<size_t>(i / p) * (cols / p) + j / p] != 0;
                 wrong += want != got;
             }
+    }
     CHECK(wrong == 0);
-    CHECK_THROWS(fold_keep(keep.data(), 2, 1, rows, cols, 7));
+    CHECK_THROWS_WITH(fold_mask(m, 7), Catch::Contains("does not divide"));
+    CHECK_THROWS_WITH(fold_mask(m, 16), Catch::Contains("does not fold"));
 }

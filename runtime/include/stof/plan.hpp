@@ -102,6 +102,9 @@ struct AttentionStep {
     int32_t bias = -1;       // tensor of additive bias (dtype of q), or -1
     int64_t bias_stride_h = 0, bias_stride_s = 0;
     int32_t kernel = 0;  // 0 block-wise, 1 row-wise, 2 block-wise sm_90 (stof::kernels::AttentionKernel)
+    // > 1: the mask is the keep pattern folded with this period (stof/mask_fold.hpp),
+    // [seq_q / fold, seq_k / fold], run by kernels::launch_folded_attention; no key_valid or bias.
+    int32_t fold = 1;
 };
 
 // Packs a [batch, seq] padding mask (any integer or bool dtype, nonzero = valid)

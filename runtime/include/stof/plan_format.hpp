@@ -61,7 +61,7 @@
 //                i64 batch_stride_a, _b, _c, _d; f32 alpha, f32 beta; u8 epilogue (Epilogue), u8 algo
 //     attention  operand q, k, v, o { i32 tensor, u64 byte_offset, i64 stride_b, stride_h, stride_s };
 //                i32 batch, heads, kv_heads, seq_q, seq_k, head_dim; f32 scale;
-//                i32 mask, key_valid, bias; i64 bias_stride_h, bias_stride_s; i32 kernel
+//                i32 mask, key_valid, bias; i64 bias_stride_h, bias_stride_s; i32 kernel, fold
 //     key_valid  i32 mask, words, batch, seq
 //     copy       i32 src, dst; u64 src_offset, dst_offset, bytes
 //     mask_convert  i32 keep, mask }
@@ -86,7 +86,7 @@
 namespace stof::plan {
 
 constexpr char kMagic[8] = {'S', 'T', 'O', 'F', 'P', 'L', 'A', 'N'};
-constexpr uint32_t kFormatVersion = 6;
+constexpr uint32_t kFormatVersion = 7;
 
 constexpr uint64_t kVersionFieldOffset = 12;
 constexpr uint64_t kVersionFieldBytes = 32;
