@@ -141,7 +141,7 @@ TEST_CASE("empty outputs and segments get no steps, and their plans pass the rea
     }
 }
 
-TEST_CASE("a strided mask is stored folded unless the attention has padding", "[cpu][compile]") {
+TEST_CASE("a strided mask is stored folded; the plan refuses a fold that does not fit", "[cpu][compile]") {
     const int S = 256;
     const fs::path dir = fs::path(test::binary_dir()) / "test_tmp" / "folded_masks";
     fs::create_directories(dir);
@@ -184,4 +184,45 @@ TEST_CASE("a strided mask is stored folded unless the attention has padding", "[
                                                                                                               : "folded by"));
         }
     }
+}
+
+TEST_CASE("with padding, a folded mask's key validity words are packed in its fold", "[cpu][compile]") {
+    const fs::path model = fs::path(test::source_dir()) / "models" / "bert-torchscript";
+    const fs::path dir = fs::path(test::binary_dir()) / "test_tmp" / "folded_masks";
+    fs::create_directories(dir);
+    CompileOptions opt = test::compile_options(Precision::fp16, "model.onnx");
+    int64_t S = 0, B = 0;
+    for (const auto& f : fs::directory_iterator(model / "inputs")) {
+        const Tensor t = read_npy(f.path().string());
+        opt.pipeline.pass.input_shapes[f.path().stem().string()] = t.shape;
+        B = t.shape[0];
+        S = t.shape[1];
+    }
+    Tensor keep(DType::boolean, {S, S});
+    for (int64_t i = 0; i < S; ++i)
+        for (int64_t j = 0; j < S; ++j) keep.set_i64(i * S + j, (i - j) % 2 == 0);
+    write_npy((dir / "strided2.npy").string(), keep);
+    opt.pipeline.pass.masks = {"file:" + (dir / "strided2.npy").string()};
+    ir::Graph g = import_onnx_file((model / "model.onnx").string());
+    const plan::Plan p = compile_model(g, opt);
+    int key_valid = 0, attention = 0;
+    for (const plan::Step& s : p.steps) {
+        if (s.kind == plan::StepKind::key_valid) {
+            ++key_valid;
+            CHECK(s.key_valid.fold == 2);
+            CHECK(p.tensors[static_cast<size_t>(s.key_valid.words)].shape == Shape{2, B, (S / 2 + 63) / 64});
+        }
+        if (s.kind == plan::StepKind::attention) {
+            ++attention;
+            CHECK(s.attention.fold == 2);
+            CHECK(s.attention.key_valid >= 0);
+        }
+    }
+    CHECK(key_valid == 1);
+    CHECK(attention >= 1);
+    // Words of another fold are refused.
+    plan::Plan q = p;
+    for (plan::Step& s : q.steps)
+        if (s.kind == plan::StepKind::key_valid) s.key_valid.fold = 1;
+    CHECK_THROWS_WITH(plan::parse_plan(plan::serialize_plan(q), "folded"), Catch::Contains("holds words folded by 1"));
 }

@@ -75,8 +75,9 @@ std::string step_detail(const plan::Plan& p, const plan::Step& s) {
                                a.bias >= 0 ? " bias=" + tensor_name(p, a.bias) : "");
         }
         case plan::StepKind::key_valid:
-            return fmt::format("{} = key_valid({}) batch={} seq={}", tensor_name(p, s.key_valid.words),
-                               tensor_name(p, s.key_valid.mask), s.key_valid.batch, s.key_valid.seq);
+            return fmt::format("{} = key_valid({}) batch={} seq={}{}", tensor_name(p, s.key_valid.words),
+                               tensor_name(p, s.key_valid.mask), s.key_valid.batch, s.key_valid.seq,
+                               s.key_valid.fold > 1 ? fmt::format(" folded by {}", s.key_valid.fold) : "");
         case plan::StepKind::copy:
             return fmt::format("{}+{} = {}+{} ({} bytes)", tensor_name(p, s.copy.dst), s.copy.dst_offset,
                                tensor_name(p, s.copy.src), s.copy.src_offset, s.copy.bytes);

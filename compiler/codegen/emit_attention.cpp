@@ -3,7 +3,7 @@
 // computed at run time a run-time plan mask filled by a MaskConvertStep, a
 // padding input a KeyValidStep, a bias a [H|1, Sq, Sk] weight broadcast over batch.
 // A pattern known at compile time that folds (stof/mask_fold.hpp) is stored folded when
-// the attention has no bias or padding.
+// the attention has no bias (its padding words then in the folded layout).
 // Operands are read and written where they are, with the strides of their
 // layout (ops/attention_layout.hpp).
 #include "codegen/emitters.hpp"
@@ -63,10 +63,10 @@ void emit_attention(LowerState& st, const ir::Node& n) {
     // A keep pattern that arrives at run time ([1|B,1|H,Sq,Sk] bool): converted on the
     // GPU once per run and value, before its first attention.
     const bool has_keep = n.inputs.size() > 3 && n.inputs[3] != ir::kNoValue;
-    // A pattern known at compile time may be stored folded (stof/mask_fold.hpp) when nothing else masks per key.
+    // A pattern known at compile time may be stored folded (stof/mask_fold.hpp) when there is no bias.
     const bool has_bias = n.inputs.size() > 4 && n.inputs[4] != ir::kNoValue,
                has_padding = n.inputs.size() > 5 && n.inputs[5] != ir::kNoValue;
-    const bool may_fold = !has_bias && !has_padding;
+    const bool may_fold = !has_bias;
     const ir::MaskTilesAttr tiles = n.attrs.mask_tiles("keep_tiles");
     if (has_keep && !g.value(n.inputs[3]).data) {
         auto [it, fresh] = st.runtime_masks.try_emplace(n.inputs[3], -1);
@@ -150,19 +150,24 @@ void emit_attention(LowerState& st, const ir::Node& n) {
         spdlog::info("{}: block-wise kernel for sm_90 (TMA, wgmma), head_dim {}", n.label(), D);
     }
 
-    // Padding: packed into validity words once per run, shared by every attention reading the same input.
+    // Padding: packed into validity words once per run (in the layout of the attention's
+    // fold), shared by every attention reading the same input with the same fold.
     if (has_padding) {
-        auto [it, fresh] = st.key_valid_words.try_emplace(n.inputs[5], -1);
+        auto [it, fresh] = st.key_valid_words.try_emplace({n.inputs[5], a.fold}, -1);
         if (fresh) {
             plan::Step kv;
             kv.kind = plan::StepKind::key_valid;
             kv.label = "key_valid";
             kv.nodes = n.name;
             kv.key_valid.mask = st.tensor(n.inputs[5]);
-            kv.key_valid.words = st.add_tensor(g.value(n.inputs[5]).name + "_key_valid", DType::i64, {B, (Sk + 63) / 64},
+            const std::string name = g.value(n.inputs[5]).name + "_key_valid" +
+                                     (a.fold > 1 ? fmt::format("_fold{}", a.fold) : "");
+            const int64_t W = (Sk / a.fold + 63) / 64;
+            kv.key_valid.words = st.add_tensor(name, DType::i64, a.fold == 1 ? Shape{B, W} : Shape{a.fold, B, W},
                                                plan::TensorRole::intermediate);
             kv.key_valid.batch = static_cast<int32_t>(B);
             kv.key_valid.seq = static_cast<int32_t>(Sk);
+            kv.key_valid.fold = a.fold;
             it->second = kv.key_valid.words;
             st.add_step(std::move(kv));
         }

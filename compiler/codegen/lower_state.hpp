@@ -25,14 +25,14 @@ struct LowerState {
     std::string arch;     // "sm_90"
     Precision precision;  // of the plan's float tensors
     AttentionKernelChoice attention_kernel = AttentionKernelChoice::selector;
-    std::vector<int32_t> tensor_of;                  // value id → plan tensor index, -1 when not stored
-    std::vector<char> inlined;                       // value id → computed inside its consumer's kernel
-    std::vector<int32_t> alias_of;                   // plan tensor → tensor whose storage it shares, -1 if none
-    std::vector<int> uses;                           // value id → node inputs + graph outputs reading it
-    std::vector<int> producer;                       // value id → index of its node, -1 for inputs and constants
-    std::vector<KernelJob> jobs;                     // kernels of the launch steps, in step order
-    std::map<ir::ValueId, int32_t> key_valid_words;  // padding input → its packed validity words
-    std::map<ir::ValueId, int32_t> runtime_masks;    // run-time keep value → the plan mask converted from it
+    std::vector<int32_t> tensor_of;  // value id → plan tensor index, -1 when not stored
+    std::vector<char> inlined;       // value id → computed inside its consumer's kernel
+    std::vector<int32_t> alias_of;   // plan tensor → tensor whose storage it shares, -1 if none
+    std::vector<int> uses;           // value id → node inputs + graph outputs reading it
+    std::vector<int> producer;       // value id → index of its node, -1 for inputs and constants
+    std::vector<KernelJob> jobs;     // kernels of the launch steps, in step order
+    std::map<std::pair<ir::ValueId, int32_t>, int32_t> key_valid_words;  // (padding input, fold) → its validity words
+    std::map<ir::ValueId, int32_t> runtime_masks;  // run-time keep value → the plan mask converted from it
     // (constant keep value or kNoValue, keep_tiles or null, Sq, Sk, whether the attention may fold it) →
     // its plan mask, attention kernel (0 block-wise, 1 row-wise) and fold period (plan::AttentionStep::fold)
     struct StaticMask {

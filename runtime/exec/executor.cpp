@@ -370,6 +370,7 @@ void Executor::prepare_steps() {
                     p.key_valid.elem_bytes = static_cast<int32_t>(dtype_size(plan_.tensors[k.mask].dtype));
                     p.key_valid.batch = k.batch;
                     p.key_valid.seq = k.seq;
+                    p.key_valid.fold = k.fold;
                     p.key_valid.words = reinterpret_cast<uint64_t*>(at(k.words, 0));
                     break;
                 }
@@ -419,7 +420,7 @@ void Executor::enqueue_step(size_t i, cudaStream_t stream) {
             break;
         case plan::StepKind::key_valid: {
             const KeyValid& k = p.key_valid;
-            STOF_CUDA_CHECK(kernels::launch_key_valid(k.mask, k.elem_bytes, k.batch, k.seq, k.words, stream));
+            STOF_CUDA_CHECK(kernels::launch_key_valid(k.mask, k.elem_bytes, k.batch, k.seq, k.words, stream, k.fold));
             break;
         }
         case plan::StepKind::copy:

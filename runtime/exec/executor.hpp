@@ -78,7 +78,7 @@ private:
     };
     struct KeyValid {
         const void* mask = nullptr;
-        int32_t elem_bytes = 0, batch = 0, seq = 0;
+        int32_t elem_bytes = 0, batch = 0, seq = 0, fold = 1;
         uint64_t* words = nullptr;
     };
     // A run-time mask: its device buffers and the conversion that fills them.

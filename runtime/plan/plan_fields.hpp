@@ -119,6 +119,7 @@ void fields(S& k, F&& f) {
     f("words", k.words);
     f("batch", k.batch);
     f("seq", k.seq);
+    f("fold", k.fold);
 }
 
 template <class S, class F>

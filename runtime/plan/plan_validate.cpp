@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 
 #include <fmt/ranges.h>
@@ -46,8 +47,9 @@ public:
 
 private:
     const Plan& p_;
-    std::vector<int64_t> bytes_;  // per tensor
-    std::vector<char> filled_;    // per mask: its arrays exist by the step being checked
+    std::vector<int64_t> bytes_;                 // per tensor
+    std::vector<char> filled_;                   // per mask: its arrays exist by the step being checked
+    std::map<int32_t, int32_t> key_valid_fold_;  // words tensor → the fold of the key_valid step that last wrote it
 
     // --- tensors ---------------------------------------------------------------
 
@@ -310,8 +312,7 @@ private:
         if (a.fold > 1) {
             STOF_CHECK(a.seq_q % a.fold == 0 && a.seq_k % a.fold == 0, "fold {} does not divide the scores {}x{}", a.fold,
                        a.seq_q, a.seq_k);
-            STOF_CHECK(a.key_valid == -1 && a.bias == -1 && !p_.masks[a.mask].runtime,
-                       "a folded mask takes no key_valid, bias or run-time mask");
+            STOF_CHECK(a.bias == -1 && !p_.masks[a.mask].runtime, "a folded mask takes no bias or run-time mask");
         }
         STOF_CHECK(m.rows == a.seq_q / a.fold && m.cols == a.seq_k / a.fold, "mask {} is {}x{}, the scores {}x{}{}", a.mask,
                    m.rows, m.cols, a.seq_q, a.seq_k, a.fold > 1 ? fmt::format(" folded by {}", a.fold) : "");
@@ -321,7 +322,11 @@ private:
         if (a.key_valid != -1) {
             const TensorDesc& kv = tensor(a.key_valid, "key_valid");
             STOF_CHECK(kv.dtype == DType::i64, "key_valid '{}' is {}, not i64 words", kv.name, dtype_name(kv.dtype));
-            inside(a.key_valid, 0, static_cast<i128>(a.batch) * ((static_cast<int64_t>(a.seq_k) + 63) / 64), "key_valid");
+            const auto written = key_valid_fold_.find(a.key_valid);
+            const int32_t words_fold = written == key_valid_fold_.end() ? 1 : written->second;
+            STOF_CHECK(words_fold == a.fold, "key_valid '{}' holds words folded by {}, the step's mask by {}", kv.name,
+                       words_fold, a.fold);
+            inside(a.key_valid, 0, key_valid_words(a.batch, a.seq_k, a.fold), "key_valid");
         }
         if (a.bias != -1) {
             const TensorDesc& bias = tensor(a.bias, "bias");
@@ -344,8 +349,16 @@ private:
         STOF_CHECK(bytes_[k.mask] == static_cast<i128>(k.batch) * k.seq * static_cast<int64_t>(dtype_size(mask.dtype)),
                    "mask '{}' {} does not hold [{}, {}]", mask.name, shape_str(mask.shape), k.batch, k.seq);
         STOF_CHECK(words.dtype == DType::i64, "words '{}' is {}, not i64", words.name, dtype_name(words.dtype));
-        inside(k.words, 0, static_cast<i128>(k.batch) * ((static_cast<int64_t>(k.seq) + 63) / 64), "words");
+        STOF_CHECK(k.fold >= 1 && k.fold <= 64 && k.seq % k.fold == 0, "fold {} is not a divisor of seq {} in 1..64", k.fold,
+                   k.seq);
+        inside(k.words, 0, key_valid_words(k.batch, k.seq, k.fold), "words");
         writable(k.words, "words");
+        key_valid_fold_[k.words] = k.fold;
+    }
+
+    // The words of key validity for batch rows of seq keys folded by fold (KeyValidStep).
+    static i128 key_valid_words(int32_t batch, int32_t seq, int32_t fold) {
+        return static_cast<i128>(fold) * batch * ((static_cast<int64_t>(seq / fold) + 63) / 64);
     }
 
     void check_mask_convert(const MaskConvertStep& c) {

@@ -230,7 +230,8 @@ stof_status stof_attention(const stof_attention_params* params, void* stream) {
             return k == stof::kernels::AttentionKernel::block_wise ? stof::kernels::AttentionKernel::block_wise_sm90 : k;
         };
         const cudaStream_t s = static_cast<cudaStream_t>(stream);
-        if (M.fold > 1) {
+        // The caller's key_valid words are in the unfolded layout: with them, the unfolded mask runs.
+        if (M.fold > 1 && !P.key_valid && !P.bias) {
             a.mask = M.folded_view;
             const stof::kernels::AttentionKernel kernel = pick(M.folded_stats, P.seq_k / M.fold);
             if (stof::kernels::check_folded_attention_args(a, kernel, M.fold).empty()) {

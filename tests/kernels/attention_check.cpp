@@ -173,6 +173,15 @@ AttentionResult run_attention_case(const AttentionCase& c, std::mt19937_64& rng)
     upload(d_k, k.bits);
     upload(d_v, v.bits);
     CUDA_REQUIRE(cudaMemset(d_o.ptr, 0xFF, os.elems * 2));  // NaN in f16 and bf16
+    if (fold > 1 && !valid_words.empty()) {  // the folded layout [fold, B, ceil(SK / fold / 64)] (launch_key_valid)
+        const int fk = SK / fold, fw = (fk + 63) / 64;
+        valid_words.assign(static_cast<size_t>(fold) * B * fw, 0);
+        for (int r = 0; r < fold; ++r)
+            for (int b = 0; b < B; ++b)
+                for (int j = 0; j < fk; ++j)
+                    if (valid[static_cast<size_t>(b) * SK + j * fold + r])
+                        valid_words[(static_cast<size_t>(r) * B + b) * fw + j / 64] |= uint64_t{1} << (j % 64);
+    }
     DeviceBuffer d_valid(valid_words.size() * 8), d_bias(bias.bits.size() * 2);
     upload(d_valid, valid_words);
     upload(d_bias, bias.bits);

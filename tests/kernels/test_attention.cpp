@@ -267,9 +267,9 @@ TEST_CASE("attention: the Hopper kernel with several work items per CTA", "[gpu]
         }
 }
 
-// Strided masks fold (stof/mask_fold.hpp): [b, s, h, d] tensors run as one problem of p times
-// the heads, contiguous [b, h, s, d] ones without GQA as one of (batch, head) pairs, the others
-// as one problem per residue.
+// Strided masks fold (stof/mask_fold.hpp): contiguous [b, h, s, d] tensors without GQA run as
+// one problem of (batch, head) pairs, the others (and any with padding) as one problem per
+// residue; [b, s, h, d] tensors without padding as one problem of p times the heads.
 TEST_CASE("attention: strided masks run folded, as one problem or one per residue", "[gpu][kernels][attention]") {
     STOF_REQUIRE_GPU();
     auto rng = make_rng();
@@ -279,11 +279,13 @@ TEST_CASE("attention: strided masks run folded, as one problem or one per residu
         Layout layout;
         int heads, kv_heads, head_dim;
         ElemType dtype;
+        bool padded;
     };
     for (const int p : {8, 16})
-        for (const Shape& sh :
-             {Shape{"bhsd", Layout::bhsd, 4, 4, 64, ElemType::f16}, Shape{"bshd gqa", Layout::bshd, 4, 2, 128, ElemType::bf16},
-              Shape{"bhsd gqa", Layout::bhsd, 4, 2, 64, ElemType::bf16}}) {
+        for (const Shape& sh : {Shape{"bhsd", Layout::bhsd, 4, 4, 64, ElemType::f16, false},
+                                Shape{"bshd gqa", Layout::bshd, 4, 2, 128, ElemType::bf16, false},
+                                Shape{"bhsd gqa", Layout::bhsd, 4, 2, 64, ElemType::bf16, false},
+                                Shape{"bshd padded", Layout::bshd, 4, 4, 64, ElemType::f16, true}}) {
             AttentionCase c;
             c.batch = 2;
             c.heads = sh.heads;
@@ -298,6 +300,10 @@ TEST_CASE("attention: strided masks run folded, as one problem or one per residu
                 for (int j = 0; j < S; ++j) c.keep[static_cast<size_t>(i) * S + j] = (i - j) % p == 0 && (p == 8 || j <= i);
             REQUIRE(stof::fold_period(stof::from_dense(c.keep.data(), 1, 1, S, S)) == p);
             c.fold = p;
+            if (sh.padded) {  // one problem per residue with its validity words
+                c.valid_len = {S, S - 100};
+                c.invalid_fraction = 0.05;
+            }
             check_all_kernels(c, std::string(sh.name) + " strided" + std::to_string(p) + " folded", rng);
         }
 }

@@ -211,8 +211,15 @@ TEST_CASE("folded_attention_problems view the residues of every layout as the or
     CHECK(check_folded_attention_args(a, AttentionKernel::block_wise, 3).find("does not divide") != std::string::npos);
     a.mask.rows = a.mask.cols = 32;
     CHECK(check_folded_attention_args(a, AttentionKernel::block_wise, 4) == "");
+    // Key validity in the folded layout: one problem per residue, each at its residue's words.
+    alignas(8) static const uint64_t words[4 * 2 * 1] = {};
+    a.key_valid = words;
+    const std::vector<AttentionArgs> per_residue = folded_attention_problems(a, 4);
+    REQUIRE(per_residue.size() == 4);
+    for (int r = 0; r < 4; ++r) CHECK(per_residue[static_cast<size_t>(r)].key_valid == words + 2 * r);
+    CHECK(check_folded_attention_args(a, AttentionKernel::block_wise, 4) == "");
     a.bias = a.q.data;
-    CHECK(check_folded_attention_args(a, AttentionKernel::block_wise, 4) == "a folded mask takes no key_valid or bias");
+    CHECK(check_folded_attention_args(a, AttentionKernel::block_wise, 4) == "a folded mask takes no bias");
     a = valid_args();
     CHECK(check_folded_attention_args(a, AttentionKernel::block_wise, 4).find("folded: mask is 128x128") != std::string::npos);
     CHECK(launch_folded_attention(a, AttentionKernel::block_wise, 4, nullptr) == cudaErrorInvalidValue);

@@ -103,15 +103,18 @@ struct AttentionStep {
     int64_t bias_stride_h = 0, bias_stride_s = 0;
     int32_t kernel = 0;  // 0 block-wise, 1 row-wise, 2 block-wise sm_90 (stof::kernels::AttentionKernel)
     // > 1: the mask is the keep pattern folded with this period (stof/mask_fold.hpp),
-    // [seq_q / fold, seq_k / fold], run by kernels::launch_folded_attention; no key_valid or bias.
+    // [seq_q / fold, seq_k / fold], run by kernels::launch_folded_attention; key_valid words
+    // of a KeyValidStep of the same fold; no bias.
     int32_t fold = 1;
 };
 
 // Packs a [batch, seq] padding mask (any integer or bool dtype, nonzero = valid)
-// into the u64 validity words an AttentionStep reads.
+// into the u64 validity words an AttentionStep reads: [batch, ceil(seq / 64)], or for the
+// attention steps of that fold [fold, batch, ceil(seq / fold / 64)] (kernels::launch_key_valid).
 struct KeyValidStep {
     int32_t mask = -1, words = -1;  // tensor indices
     int32_t batch = 0, seq = 0;
+    int32_t fold = 1;
 };
 
 // Converts a dense keep tensor that arrives at run time (bool, contiguous

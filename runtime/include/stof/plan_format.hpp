@@ -62,7 +62,7 @@
 //     attention  operand q, k, v, o { i32 tensor, u64 byte_offset, i64 stride_b, stride_h, stride_s };
 //                i32 batch, heads, kv_heads, seq_q, seq_k, head_dim; f32 scale;
 //                i32 mask, key_valid, bias; i64 bias_stride_h, bias_stride_s; i32 kernel, fold
-//     key_valid  i32 mask, words, batch, seq
+//     key_valid  i32 mask, words, batch, seq, fold
 //     copy       i32 src, dst; u64 src_offset, dst_offset, bytes
 //     mask_convert  i32 keep, mask }
 //   segments  segment[] { str kind, str template, str config, str source, f32 time_us, str moves, str nodes,

@@ -77,13 +77,14 @@ std::string check_attention_args(const AttentionArgs& a, AttentionKernel kernel)
 cudaError_t launch_attention(const AttentionArgs& a, AttentionKernel kernel, cudaStream_t stream);
 
 // Attention under a mask folded with period p (stof/mask_fold.hpp): a.mask is the folded
-// mask ([seq_q / p, seq_k / p]), a.key_valid and a.bias are null; queries i'p + r attend
-// keys j'p + r. It runs as one problem with p times the heads (residue-major) when every
-// tensor's row stride is heads (kv_heads for k, v) times its head stride ([b, s, h, d]) and
-// the mask is one pattern per batch; else as one problem with (batch, head) pairs as the
-// batch and the residues as the heads when heads == kv_heads, the mask is one pattern and
-// every tensor's batch stride is heads times its head stride (or batch is 1); else as p
-// problems, one per residue.
+// mask ([seq_q / p, seq_k / p]), a.key_valid null or in the folded layout of
+// launch_key_valid ([p, batch, ceil(seq_k / p / 64)] words), a.bias null; queries i'p + r
+// attend keys j'p + r. Without key_valid it runs as one problem with p times the heads
+// (residue-major) when every tensor's row stride is heads (kv_heads for k, v) times its head
+// stride ([b, s, h, d]) and the mask is one pattern per batch; else as one problem with
+// (batch, head) pairs as the batch and the residues as the heads when heads == kv_heads, the
+// mask is one pattern and every tensor's batch stride is heads times its head stride (or
+// batch is 1); else, and with key_valid, as p problems, one per residue.
 std::vector<AttentionArgs> folded_attention_problems(const AttentionArgs& a, int32_t p);
 // "" when a folded launch supports these arguments, else what is wrong with them.
 std::string check_folded_attention_args(const AttentionArgs& a, AttentionKernel kernel, int32_t p);
