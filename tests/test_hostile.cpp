@@ -278,6 +278,16 @@ TEST_CASE("hostile memory: small inputs cannot ask for large allocations (class 
         require_refusal(test::run_stofc({"ir", m}), "more than the memory limit");
     }
     require_refusal(test::run_stofc({"ir", model, "--shape", "batch=99999999999"}), "more than the memory limit");
+    // A Resize output within the limit whose interpolation tables are not.
+    OnnxBuilder wide;
+    wide.input("x", kF32, {1, 1, 1, 2});
+    wide.initializer("roi", floats({}));
+    wide.initializer("scales", floats({1, 1, 1, 16777216}));
+    wide.node("Resize", {"x", "roi", "scales"}, {"y"});
+    wide.output("y");
+    require_refusal(test::run_stofc({"compile", "--offline", "--arch", "sm_80", save(dir, "wide.onnx", wide.bytes()), "-o",
+                                     dir + "/wide.plan", "--max-memory", "300M"}),
+                    "the interpolation taps of 33554432 output positions needs 3.5 GB");
     // --max-memory lowers the limit; the figure is in the message.
     require_refusal(test::run_stofc({"ir", model, "--shape", "batch=1000000", "--max-memory", "1M"}),
                     "intermediate values 32.0 MB), more than the memory limit of 1.0 MB (set by --max-memory)");

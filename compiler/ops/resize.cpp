@@ -2,6 +2,7 @@
 #include "ops/op_functions.hpp"
 #include "ops/resize_taps.hpp"
 #include "ops/op_util.hpp"
+#include "stof/memory_limit.hpp"
 
 #include <cmath>
 
@@ -96,6 +97,9 @@ std::vector<std::vector<Tap>> axis_taps(const Node& n, int64_t in_len, int64_t o
     const double a = n.attrs.f("cubic_coeff_a", -0.75);
     const bool exclude = n.attrs.i("exclude_outside", 0) != 0;
     auto clamp = [&](int64_t i) { return std::min(std::max<int64_t>(i, 0), in_len - 1); };
+    // Up to 4 taps per output position, each list a heap block of its own.
+    check_memory(static_cast<uint64_t>(out_len) * (sizeof(std::vector<Tap>) + 4 * sizeof(Tap) + 16),
+                 fmt::format("{}: the interpolation taps of {} output positions", n.label(), out_len));
     std::vector<std::vector<Tap>> taps(static_cast<size_t>(out_len));
     for (int64_t o = 0; o < out_len; ++o) {
         const double x = original_coordinate(coord, static_cast<double>(o), scale, in_len, out_len);
