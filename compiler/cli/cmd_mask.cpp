@@ -8,6 +8,7 @@
 #include "mask/mask_spec.hpp"
 #include "stof/error.hpp"
 #include "stof/kernels/selector.hpp"
+#include "stof/mask_fold.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -47,6 +48,9 @@ void run_mask(const MaskArgs& a) {
     const SparseMaskStats st = mask_stats(m);
     const kernels::SelectorDecision k = kernels::decide_attention_kernel(st.rho, seq_k);
     const int64_t tiles = st.empty_tiles + st.full_tiles + st.partial_tiles;
+    // Residue folding (stof/mask_fold.hpp): the period, and the tiles the folded form lists (all residues).
+    const int32_t fold = fold_period(m);
+    const int64_t folded_tiles = fold > 1 ? static_cast<int64_t>(fold_mask(m, fold).col_idx.size()) * fold : 0;
 
     if (!a.png.empty()) write_mask_png(m, 0, a.png);
 
@@ -61,6 +65,7 @@ void run_mask(const MaskArgs& a) {
         j["density"] = st.density;
         j["tiles"] = {{"empty", st.empty_tiles}, {"full", st.full_tiles}, {"partial", st.partial_tiles}, {"total", tiles}};
         j["rho"] = st.rho;
+        j["fold"] = {{"period", fold}, {"tiles", fold > 1 ? folded_tiles : st.full_tiles + st.partial_tiles}};
         j["kernel"] = k.kernel_name();
         j["selector"] = {{"tau", k.tau},
                          {"bound", std::isinf(k.bound) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(k.bound)},
@@ -78,6 +83,11 @@ void run_mask(const MaskArgs& a) {
     fmt::print("tiles     {}: {} empty ({:.1f}%), {} full ({:.1f}%), {} partial ({:.1f}%)\n", tiles, st.empty_tiles,
                pct(st.empty_tiles), st.full_tiles, pct(st.full_tiles), st.partial_tiles, pct(st.partial_tiles));
     fmt::print("rho       {:.6f} (non-empty 16x16 tiles / all)\n", st.rho);
+    if (fold > 1)
+        fmt::print(
+            "fold      {}: keeps (i, j) only where i = j (mod {}), alike for every residue: stored folded, {} non-empty "
+            "tiles over the {} residues instead of {} (without a bias)\n",
+            fold, fold, folded_tiles, fold, st.full_tiles + st.partial_tiles);
     fmt::print("kernel    {}: {}\n", k.kernel_name(), k.reason);
     if (a.time) fmt::print("build     {:.3f} ms min, {:.3f} ms median over {} runs\n", t_min, t_median, times.size());
     else fmt::print("build     {:.3f} ms\n", t_min);

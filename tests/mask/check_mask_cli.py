@@ -111,6 +111,31 @@ def evaluate(spec, rows, cols, patterns=1):
     return np.broadcast_to(k, (max(patterns, k.shape[0]), rows, cols))
 
 
+def nonempty_tiles(keep, tm, tn):
+    p, rows, cols = keep.shape
+    tr, tc = -(-rows // tm), -(-cols // tn)
+    pad = np.zeros((p, tr * tm, tc * tn), dtype=bool)
+    pad[:, :rows, :cols] = keep
+    return int(pad.reshape(p, tr, tm, tc, tn).any(axis=(2, 4)).sum())
+
+
+def fold(keep, tm, tn):
+    """The documented residue folding (stof/mask_fold.hpp): the largest period q in 2..64 dividing
+    rows and cols with keep only where i = j (mod q), every residue r's keep[r::q, r::q] alike,
+    and q times the folded mask's non-empty tiles below the unfolded count; {period 1} otherwise."""
+    p, rows, cols = keep.shape
+    unfolded = nonempty_tiles(keep, tm, tn)
+    i, j = np.nonzero(keep.any(axis=0))
+    for q in range(64, 1, -1):
+        if rows % q or cols % q or np.any((i - j) % q):
+            continue
+        base = keep[:, 0::q, 0::q]
+        if all(np.array_equal(keep[:, r::q, r::q], base) for r in range(1, q)) and \
+                q * nonempty_tiles(base, tm, tn) < unfolded:
+            return {"period": q, "tiles": q * nonempty_tiles(base, tm, tn)}
+    return {"period": 1, "tiles": unfolded}
+
+
 def describe(keep, tm, tn, tau):
     p, rows, cols = keep.shape
     tr, tc = -(-rows // tm), -(-cols // tn)
@@ -136,6 +161,7 @@ def describe(keep, tm, tn, tau):
                   "partial": int(((kept > 0) & (kept < area)).sum()), "total": int(kept.size)},
         "rho": rho,
         "kernel": kernel,
+        "fold": fold(keep, tm, tn),
     }
 
 
@@ -151,7 +177,7 @@ def check(args, spec, rows, cols, tm, tn, extra=(), patterns=1):
     # tau is the calibrated constant stofc reports; the rule and rho are checked here.
     want = describe(evaluate(spec, rows, cols, patterns), tm, tn, got["selector"]["tau"])
     errors = []
-    for key in ("nnz", "tiles", "kernel"):
+    for key in ("nnz", "tiles", "kernel", "fold"):
         if got[key] != want[key]:
             errors.append(f"{spec} {rows}x{cols} tile {tm}x{tn}: {key} {got[key]} != numpy {want[key]}")
     for key in ("density", "rho"):
@@ -198,6 +224,20 @@ def main():
     path_u8 = os.path.join(args.tmp, "u8.npy")
     np.save(path_u8, (rng.random((200, 150)) < 0.5).astype(np.uint8) * rng.integers(1, 255, (200, 150), dtype=np.uint8))
     errors += check(args, f"file:{path_u8}", 200, 150, 64, 64)
+    # Strided masks fold (a causal one over 3 heads, a dilated window at seq_q != seq_k); one
+    # residue's pattern differing does not.
+    ii, jj = np.arange(512)[:, None], np.arange(512)[None, :]
+    strided = os.path.join(args.tmp, "strided.npy")
+    np.save(strided, np.broadcast_to(((ii - jj) % 8 == 0) & (jj <= ii), (3, 512, 512)))
+    errors += check(args, f"file:{strided}", 512, 512, 64, 64, ("--heads", "3"), 3)
+    dilated = os.path.join(args.tmp, "dilated.npy")
+    np.save(dilated, ((ii[:256] - jj) % 16 == 0) & (np.abs(ii[:256] - jj) < 16 * 5))
+    errors += check(args, f"file:{dilated}", 256, 512, 64, 64)
+    broken = ((ii - jj) % 8 == 0)
+    broken[3, 3] = False
+    path_b = os.path.join(args.tmp, "broken.npy")
+    np.save(path_b, broken)
+    errors += check(args, f"file:{path_b}", 512, 512, 64, 64)
 
     r = stofc(args, "causal|slidng:4", "--seq", "128")
     if r.returncode == 0 or 'unknown pattern "slidng:4"' not in r.stderr or len(r.stderr.strip().splitlines()) != 1:
