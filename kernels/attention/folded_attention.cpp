@@ -48,6 +48,15 @@ std::vector<AttentionArgs> folded_attention_problems(const AttentionArgs& a, int
         }
         return {f};
     }
+    if (a.batch == 1 && a.mask.mask_batch == 1 && p <= 65535) {
+        // The residues as the batch, at stride_s; key_valid's residues are its batch rows.
+        for (auto [src, dst] : {std::pair{&a.q, &f.q}, {&a.k, &f.k}, {&a.v, &f.v}, {&a.o, &f.o}}) {
+            dst->stride_b = src->stride_s;
+            dst->stride_s = src->stride_s * p;
+        }
+        f.batch = p;
+        return {f};
+    }
     std::vector<AttentionArgs> out;
     const int64_t kv_words = static_cast<int64_t>(a.batch) * ((f.seq_k + 63) / 64);  // per residue
     for (int32_t r = 0; r < p; ++r) {

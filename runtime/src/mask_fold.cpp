@@ -2,6 +2,7 @@
 #include "stof/mask_fold.hpp"
 
 #include "stof/error.hpp"
+#include "stof/memory_limit.hpp"
 
 #include <cstdlib>
 #include <numeric>
@@ -34,6 +35,7 @@ template <class F> void for_each_kept(const SparseMask& m, F&& f) {
 // The folded keep array [patterns, rows / p, cols / p] of m when m folds with period p, else empty.
 std::vector<uint8_t> folded_keep(const SparseMask& m, int32_t p) {
     const int64_t fr = m.rows / p, fc = m.cols / p;
+    check_memory(static_cast<uint64_t>(m.patterns() * fr * fc), fmt::format("the mask folded by {}", p));
     std::vector<uint8_t> f(static_cast<size_t>(m.patterns() * fr * fc), 0);
     int64_t reps = 0, kept = 0;
     for_each_kept(m, [&](int32_t pat, int32_t i, int32_t j) {

@@ -267,9 +267,10 @@ TEST_CASE("attention: the Hopper kernel with several work items per CTA", "[gpu]
         }
 }
 
-// Strided masks fold (stof/mask_fold.hpp): contiguous [b, h, s, d] tensors without GQA run as
-// one problem of (batch, head) pairs, the others (and any with padding) as one problem per
-// residue; [b, s, h, d] tensors without padding as one problem of p times the heads.
+// Strided masks fold (stof/mask_fold.hpp): [b, s, h, d] tensors without padding run as one
+// problem of p times the heads, batch 1 as one problem of the residues as the batch, contiguous
+// [b, h, s, d] tensors without GQA or padding as one of (batch, head) pairs, the others as one
+// problem per residue.
 TEST_CASE("attention: strided masks run folded, as one problem or one per residue", "[gpu][kernels][attention]") {
     STOF_REQUIRE_GPU();
     auto rng = make_rng();
@@ -280,14 +281,16 @@ TEST_CASE("attention: strided masks run folded, as one problem or one per residu
         int heads, kv_heads, head_dim;
         ElemType dtype;
         bool padded;
+        int batch = 2;
     };
     for (const int p : {8, 16})
         for (const Shape& sh : {Shape{"bhsd", Layout::bhsd, 4, 4, 64, ElemType::f16, false},
                                 Shape{"bshd gqa", Layout::bshd, 4, 2, 128, ElemType::bf16, false},
                                 Shape{"bhsd gqa", Layout::bhsd, 4, 2, 64, ElemType::bf16, false},
-                                Shape{"bshd padded", Layout::bshd, 4, 4, 64, ElemType::f16, true}}) {
+                                Shape{"bshd padded", Layout::bshd, 4, 4, 64, ElemType::f16, true},
+                                Shape{"bhsd gqa padded batch 1", Layout::bhsd, 4, 2, 128, ElemType::f16, true, 1}}) {
             AttentionCase c;
-            c.batch = 2;
+            c.batch = sh.batch;
             c.heads = sh.heads;
             c.kv_heads = sh.kv_heads;
             c.head_dim = sh.head_dim;
@@ -301,7 +304,7 @@ TEST_CASE("attention: strided masks run folded, as one problem or one per residu
             REQUIRE(stof::fold_period(stof::from_dense(c.keep.data(), 1, 1, S, S)) == p);
             c.fold = p;
             if (sh.padded) {  // one problem per residue with its validity words
-                c.valid_len = {S, S - 100};
+                c.valid_len = sh.batch == 1 ? std::vector<int>{S - 100} : std::vector<int>{S, S - 100};
                 c.invalid_fraction = 0.05;
             }
             check_all_kernels(c, std::string(sh.name) + " strided" + std::to_string(p) + " folded", rng);

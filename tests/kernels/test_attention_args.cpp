@@ -123,21 +123,29 @@ TEST_CASE("attention_sm90_refusal names why block_wise_sm90 would run the sm_80 
 }
 
 // Every virtual query row of the folded problems is one original query row i, with its output
-// row, and reads exactly the keys j = i (mod p) of its batch and kv head, j / p at position j / p.
+// row, and reads exactly the keys j = i (mod p) of its batch and kv head, j / p at position j / p,
+// and the key validity words of its batch and residue (the folded layout [p, batch, words]).
 TEST_CASE("folded_attention_problems view the residues of every layout as the original rows", "[cpu][kernels][attention]") {
-    const int B = 2, S = 32, D = 64, p = 4;
+    const int S = 32, D = 64, p = 4;
     struct Layout {
         const char* name;
-        int heads, kv_heads;
+        int batch, heads, kv_heads;
         bool bshd;
         int64_t batch_gap;  // extra elements between batches
+        bool padded;        // key_valid given
         size_t problems;
     };
     static const int32_t row_ptr[2] = {0, 0};
-    for (const Layout& L : {Layout{"bshd gqa", 4, 2, true, 0, 1}, Layout{"bhsd", 4, 4, false, 0, 1},
-                            Layout{"bhsd gqa", 4, 2, false, 0, 4}, Layout{"bhsd batch gap", 4, 4, false, 64, 4}}) {
+    alignas(8) static const uint64_t words[p * 2] = {};  // [p, batch <= 2, 1 word]
+    for (const Layout& L :
+         {Layout{"bshd gqa", 2, 4, 2, true, 0, false, 1}, Layout{"bhsd", 2, 4, 4, false, 0, false, 1},
+          Layout{"bhsd gqa", 2, 4, 2, false, 0, false, 4}, Layout{"bhsd batch gap", 2, 4, 4, false, 64, false, 4},
+          Layout{"bhsd gqa batch 1", 1, 4, 2, false, 0, false, 1}, Layout{"bshd padded batch 1", 1, 4, 4, true, 0, true, 1},
+          Layout{"bshd padded", 2, 4, 4, true, 0, true, 4}}) {
         INFO(L.name);
+        const int B = L.batch;
         AttentionArgs a;
+        a.key_valid = L.padded ? words : nullptr;
         a.batch = B;
         a.heads = L.heads;
         a.kv_heads = L.kv_heads;
@@ -194,6 +202,7 @@ TEST_CASE("folded_attention_problems view the residues of every layout as the or
                             continue;
                         }
                         ++seen[(static_cast<size_t>(ob) * L.heads + oh) * S + os];
+                        if (L.padded) wrong += f.key_valid + b != words + (os % p) * B + ob;
                         const int hk = h / (f.heads / f.kv_heads);
                         for (int j = 0; j < f.seq_k; ++j) {
                             int kb, kh, ks, vb, vh, vs;
@@ -212,7 +221,6 @@ TEST_CASE("folded_attention_problems view the residues of every layout as the or
     a.mask.rows = a.mask.cols = 32;
     CHECK(check_folded_attention_args(a, AttentionKernel::block_wise, 4) == "");
     // Key validity in the folded layout: one problem per residue, each at its residue's words.
-    alignas(8) static const uint64_t words[4 * 2 * 1] = {};
     a.key_valid = words;
     const std::vector<AttentionArgs> per_residue = folded_attention_problems(a, 4);
     REQUIRE(per_residue.size() == 4);
