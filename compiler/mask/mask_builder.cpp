@@ -130,6 +130,7 @@ Ranges candidate_tiles(const Node& n, const Ctx& c, int64_t i0, int64_t i1) {
     };
     switch (s.kind) {
         case Kind::dense:
+        case Kind::strided:
         case Kind::file: return columns(0, c.seq_k);
         case Kind::causal: return columns(0, i1);
         case Kind::sliding: return columns(i0 - s.window, i1 + s.window);
@@ -202,6 +203,7 @@ TileClass classify(Node& n, const Ctx& c, const Tile& t) {
             k = kept == 0 ? TileClass::empty : kept == (t.i1 - t.i0) * (t.j1 - t.j0) ? TileClass::full : TileClass::partial;
             break;
         }
+        case Kind::strided: k = s.stride == 1 ? TileClass::full : TileClass::partial; break;
         case Kind::file: k = TileClass::partial; break;
         case Kind::any: {
             bool all_empty = true;
@@ -253,6 +255,10 @@ void row_bits(Node& n, const Ctx& c, const Tile& t, uint64_t* out) {
                     set_range(row, *it * s.block - t.j0, (*it + 1) * s.block - t.j0, width);
                 break;
             }
+            case Kind::strided:  // columns j = i (mod stride)
+                for (int64_t j = ((i - t.j0) % s.stride + s.stride) % s.stride; j < width; j += s.stride)
+                    row[j / 64] |= uint64_t{1} << (j % 64);
+                break;
             case Kind::file:
                 for (int64_t j = 0; j < width; ++j)
                     if (s.file->at(c.b, c.h, i, t.j0 + j)) row[j / 64] |= uint64_t{1} << (j % 64);

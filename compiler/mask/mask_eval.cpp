@@ -15,6 +15,7 @@ bool eval_keep(const MaskSpec& spec, int64_t i, int64_t j, int64_t seq_k, int64_
         case K::causal: return j <= i;
         case K::sliding: return i - j <= spec.window && j - i <= spec.window;
         case K::global: return i < spec.global || j < spec.global;
+        case K::strided: return (i - j) % spec.stride == 0;
         case K::random: {
             const int64_t block_cols = (seq_k + spec.block - 1) / spec.block;
             const auto cols = random_block_columns(spec.seed, i / spec.block, block_cols, spec.count);

@@ -162,6 +162,10 @@ private:
             expect(1, "global:G");
             m.kind = MaskSpec::Kind::global;
             m.global = integer(0, "G", 0);
+        } else if (name == "strided") {
+            expect(1, "strided:P");
+            m.kind = MaskSpec::Kind::strided;
+            m.stride = integer(0, "P", 1);
         } else if (name == "random") {
             expect(3, "random:B:R:SEED");
             m.kind = MaskSpec::Kind::random;
@@ -213,6 +217,7 @@ void append(std::string& out, const MaskSpec& s, bool inside_all) {
         case K::causal: out += "causal"; return;
         case K::sliding: out += fmt::format("sliding:{}", s.window); return;
         case K::global: out += fmt::format("global:{}", s.global); return;
+        case K::strided: out += fmt::format("strided:{}", s.stride); return;
         case K::random: out += fmt::format("random:{}:{}:{}", s.block, s.count, s.seed); return;
         case K::block_band: out += fmt::format("band:{}:{}", s.block, s.window); return;
         case K::file: {
@@ -251,7 +256,7 @@ std::string to_string(const MaskSpec& spec) {
 }
 
 const char* mask_spec_forms() {
-    return "dense, causal, sliding:W, global:G, random:B:R:SEED, longformer:W:G, bigbird:B:W:G:R:SEED, "
+    return "dense, causal, sliding:W, global:G, strided:P, random:B:R:SEED, longformer:W:G, bigbird:B:W:G:R:SEED, "
            "file:PATH.npy, A|B (union), A&B (intersection), (A)";
 }
 

@@ -3,7 +3,7 @@
 //   spec   := term ('|' term)*          union
 //   term   := factor ('&' factor)*      intersection; binds tighter than '|'
 //   factor := '(' spec ')' | atom
-//   atom   := dense | causal | sliding:W | global:G | random:B:R:SEED
+//   atom   := dense | causal | sliding:W | global:G | strided:P | random:B:R:SEED
 //           | longformer:W:G | bigbird:B:W:G:R:SEED | file:PATH
 // Whitespace may surround any token. PATH runs to the next whitespace, '|', '&',
 // '(' or ')', or is quoted with '...' or "...". Integer parameters are decimal
@@ -26,6 +26,7 @@ struct MaskSpec {
         causal,      // j <= i
         sliding,     // |i - j| <= window
         global,      // i < global or j < global
+        strided,     // (i - j) % stride == 0
         random,      // block (i / block, j / block) is among random_block_columns(seed, i / block, ..., count)
         block_band,  // |i / block - j / block| <= window   (only inside bigbird)
         file,        // keep[b, h, i, j] != 0 of a .npy file
@@ -35,6 +36,7 @@ struct MaskSpec {
     Kind kind = Kind::dense;
     int64_t window = 0;                    // sliding, block_band
     int64_t global = 0;                    // global
+    int64_t stride = 0;                    // strided
     int64_t block = 0;                     // random, block_band
     int64_t count = 0;                     // random
     uint64_t seed = 0;                     // random

@@ -62,6 +62,8 @@ def atom(text, rows, cols, patterns):
         k = np.abs(i - j) <= p[0]
     elif name == "global":
         k = (i < p[0]) | (j < p[0])
+    elif name == "strided":
+        k = (i - j) % p[0] == 0
     elif name == "random":
         k = random_mask(rows, cols, *p)
     elif name == "longformer":
@@ -213,6 +215,11 @@ def main():
         ("bigbird:32:2:1:2:12345678901234567890", 2000, 2100, 64, 64),
         ("(causal | global:3) & sliding:100", 513, 513, 128, 64),
         ("causal & random:5:4:3 | global:70", 333, 333, 64, 64),
+        ("strided:8", 1024, 1024, 64, 64),
+        ("causal & strided:16", 1024, 512, 128, 64),
+        ("sliding:200 & strided:4", 600, 600, 64, 64),
+        ("strided:3 | global:2", 96, 96, 64, 64),
+        ("strided:1", 100, 100, 64, 64),
     ]
     for c in cases:
         errors += check(args, *c)

@@ -68,7 +68,7 @@ TEST_CASE("mask spec precedence parentheses and whitespace", "[cpu][mask]") {
 }
 
 TEST_CASE("mask spec text round trips", "[cpu][mask]") {
-    for (const char* text : {"dense", "causal", "sliding:0", "global:4", "random:16:2:99", "longformer:8:1",
+    for (const char* text : {"dense", "causal", "sliding:0", "global:4", "strided:8", "random:16:2:99", "longformer:8:1",
                              "bigbird:32:2:1:3:5", "causal & sliding:4 | global:2",
                              "(causal | global:1) & (sliding:3 | random:8:1:2)", "file:x.npy & causal", "file:'a b.npy'"}) {
         INFO(text);
@@ -89,6 +89,7 @@ TEST_CASE("bad mask specs are rejected with the bad part quoted", "[cpu][mask]")
         {"   ", "the spec is empty"},
         {"sliding:-1", "\"sliding:-1\" at column 1: W must be >= 0, got -1"},
         {"global:-3", "G must be >= 0, got -3"},
+        {"strided:0", "\"strided:0\" at column 1: P must be >= 1, got 0"},
         {"random:0:1:2", "\"random:0:1:2\" at column 1: B must be >= 1, got 0"},
         {"random:4:-1:2", "R must be >= 0, got -1"},
         {"random:4:1:-2", "SEED must be a non-negative integer, got \"-2\""},
