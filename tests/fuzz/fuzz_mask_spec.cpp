@@ -2,11 +2,13 @@
 // comes out (no deep recursion, no overflow); an accepted spec without file: atoms
 // prints (to_string) to text that parses to the same canonical text, and its sparse
 // build for a small attention keeps exactly what the direct evaluator (eval_keep)
-// keeps, tile by tile, in a mask that passes validate().
+// keeps, tile by tile, in a mask that passes validate(); where it folds (stof/mask_fold.hpp),
+// the folded mask keeps exactly the same entries.
 #include "mask/mask_builder.hpp"
 #include "mask/mask_eval.hpp"
 #include "mask/mask_spec.hpp"
 #include "stof/error.hpp"
+#include "stof/mask_fold.hpp"
 #include "stof/sparse_mask.hpp"
 
 #include <cstddef>
@@ -51,5 +53,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (int32_t i = 0; i < kRows; ++i)
         for (int32_t j = 0; j < kCols; ++j)
             if (m.keep(0, i, j) != stof::eval_keep(spec, i, j, kCols)) fail("the sparse build differs from eval_keep", text);
+    // Sizes with many divisors: a mask that folds is its folded form on every residue.
+    constexpr int32_t kFoldRows = 48, kFoldCols = 96;
+    stof::SparseMask g, f;
+    int32_t p = 1;
+    try {
+        g = stof::build_mask(spec, kFoldRows, kFoldCols, 8, 16, 0, 0);
+        p = stof::fold_period(g);
+        if (p > 1) {
+            f = stof::fold_mask(g, p);
+            f.validate();
+        }
+    } catch (const stof::Error& e) {
+        fail(std::string("an accepted spec does not build or fold: ") + e.what(), text);
+    }
+    if (p > 1) {
+        for (int32_t i = 0; i < kFoldRows; ++i)
+            for (int32_t j = 0; j < kFoldCols; ++j)
+                if (g.keep(0, i, j) != (i % p == j % p && f.keep(0, i / p, j / p)))
+                    fail("the folded mask differs from the mask", text);
+    }
     return 0;
 }

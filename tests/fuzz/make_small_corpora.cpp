@@ -38,7 +38,9 @@ int main(int argc, char** argv) {
                                                 "sliding:2 | global:1",
                                                 "(causal | global:3) & sliding:9",
                                                 "((sliding:1 | random:8:1:99) & causal) | global:1",
-                                                "random:16:100:18446744073709551615"};
+                                                "random:16:100:18446744073709551615",
+                                                "strided:4",
+                                                "causal & strided:3 | global:1"};
         for (const std::string& s : specs) {
             (void)stof::parse_mask_spec(s);
             write(dir, k++, s);
