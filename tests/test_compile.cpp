@@ -188,43 +188,52 @@ TEST_CASE("a strided mask is stored folded; the plan refuses a fold that does no
     }
 }
 
-TEST_CASE("with padding, a folded mask's key validity words are packed in its fold", "[cpu][compile]") {
-    const fs::path model = fs::path(test::source_dir()) / "models" / "bert-torchscript";
-    const fs::path dir = fs::path(test::binary_dir()) / "test_tmp" / "folded_masks";
-    fs::create_directories(dir);
-    CompileOptions opt = test::compile_options(Precision::fp16, "model.onnx");
-    int64_t S = 0, B = 0;
-    for (const auto& f : fs::directory_iterator(model / "inputs")) {
-        const Tensor t = read_npy(f.path().string());
-        opt.pipeline.pass.input_shapes[f.path().stem().string()] = t.shape;
-        B = t.shape[0];
-        S = t.shape[1];
-    }
-    Tensor keep(DType::boolean, {S, S});
-    for (int64_t i = 0; i < S; ++i)
-        for (int64_t j = 0; j < S; ++j) keep.set_i64(i * S + j, (i - j) % 2 == 0);
-    write_npy((dir / "strided2.npy").string(), keep);
-    opt.pipeline.pass.masks = {"file:" + (dir / "strided2.npy").string()};
-    ir::Graph g = import_onnx_file((model / "model.onnx").string());
-    const plan::Plan p = compile_model(g, opt);
-    int key_valid = 0, attention = 0;
-    for (const plan::Step& s : p.steps) {
-        if (s.kind == plan::StepKind::key_valid) {
-            ++key_valid;
-            CHECK(s.key_valid.fold == 2);
-            CHECK(p.tensors[static_cast<size_t>(s.key_valid.words)].shape == Shape{2, B, (S / 2 + 63) / 64});
+TEST_CASE("with padding and a bias, a folded mask's key validity words and bias are in its fold", "[cpu][compile]") {
+    for (const char* name : {"bert-torchscript", "t5-torchscript"}) {
+        INFO(name);
+        const fs::path model = fs::path(test::source_dir()) / "models" / name;
+        const fs::path dir = fs::path(test::binary_dir()) / "test_tmp" / "folded_masks";
+        fs::create_directories(dir);
+        CompileOptions opt = test::compile_options(Precision::fp16, "model.onnx");
+        int64_t S = 0, B = 0;
+        for (const auto& f : fs::directory_iterator(model / "inputs")) {
+            const Tensor t = read_npy(f.path().string());
+            opt.pipeline.pass.input_shapes[f.path().stem().string()] = t.shape;
+            B = t.shape[0];
+            S = t.shape[1];
         }
-        if (s.kind == plan::StepKind::attention) {
-            ++attention;
-            CHECK(s.attention.fold == 2);
-            CHECK(s.attention.key_valid >= 0);
+        Tensor keep(DType::boolean, {S, S});
+        for (int64_t i = 0; i < S; ++i)
+            for (int64_t j = 0; j < S; ++j) keep.set_i64(i * S + j, (i - j) % 2 == 0);
+        write_npy((dir / "strided2.npy").string(), keep);
+        opt.pipeline.pass.masks = {"file:" + (dir / "strided2.npy").string()};
+        ir::Graph g = import_onnx_file((model / "model.onnx").string());
+        const plan::Plan p = compile_model(g, opt);
+        int key_valid = 0, attention = 0;
+        for (const plan::Step& s : p.steps) {
+            if (s.kind == plan::StepKind::key_valid) {
+                ++key_valid;
+                CHECK(s.key_valid.fold == 2);
+                CHECK(p.tensors[static_cast<size_t>(s.key_valid.words)].shape == Shape{2, B, (S / 2 + 63) / 64});
+            }
+            if (s.kind == plan::StepKind::attention) {
+                ++attention;
+                CHECK(s.attention.fold == 2);
+                CHECK(s.attention.key_valid >= 0);
+                if (s.attention.bias >= 0) {  // T5's position bias as its residue blocks [2, H, S/2, S/2]
+                    const Shape& bs = p.tensors[static_cast<size_t>(s.attention.bias)].shape;
+                    CHECK(bs == Shape{2, s.attention.heads, S / 2, S / 2});
+                    CHECK(s.attention.bias_stride_h == (S / 2) * (S / 2));
+                    CHECK(s.attention.bias_stride_s == S / 2);
+                }
+            }
         }
+        CHECK(key_valid == 1);
+        CHECK(attention >= 1);
+        // Words of another fold are refused.
+        plan::Plan q = p;
+        for (plan::Step& s : q.steps)
+            if (s.kind == plan::StepKind::key_valid) s.key_valid.fold = 1;
+        CHECK_THROWS_WITH(plan::parse_plan(plan::serialize_plan(q), "folded"), Catch::Contains("holds words folded by 1"));
     }
-    CHECK(key_valid == 1);
-    CHECK(attention >= 1);
-    // Words of another fold are refused.
-    plan::Plan q = p;
-    for (plan::Step& s : q.steps)
-        if (s.kind == plan::StepKind::key_valid) s.key_valid.fold = 1;
-    CHECK_THROWS_WITH(plan::parse_plan(plan::serialize_plan(q), "folded"), Catch::Contains("holds words folded by 1"));
 }

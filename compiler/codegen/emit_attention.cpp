@@ -2,8 +2,8 @@
 // a constant keep pattern becomes a plan mask (two-level sparse format), one
 // computed at run time a run-time plan mask filled by a MaskConvertStep, a
 // padding input a KeyValidStep, a bias a [H|1, Sq, Sk] weight broadcast over batch.
-// A pattern known at compile time that folds (stof/mask_fold.hpp) is stored folded when
-// the attention has no bias (its padding words then in the folded layout).
+// A pattern known at compile time that folds (stof/mask_fold.hpp) is stored folded, the
+// padding words and the bias then in their folded layouts.
 // Operands are read and written where they are, with the strides of their
 // layout (ops/attention_layout.hpp).
 #include "codegen/emitters.hpp"
@@ -16,6 +16,8 @@
 #include "stof/sparse_mask.hpp"
 
 #include <spdlog/spdlog.h>
+
+#include <cstring>
 
 namespace stof::codegen {
 
@@ -63,10 +65,8 @@ void emit_attention(LowerState& st, const ir::Node& n) {
     // A keep pattern that arrives at run time ([1|B,1|H,Sq,Sk] bool): converted on the
     // GPU once per run and value, before its first attention.
     const bool has_keep = n.inputs.size() > 3 && n.inputs[3] != ir::kNoValue;
-    // A pattern known at compile time may be stored folded (stof/mask_fold.hpp) when there is no bias.
     const bool has_bias = n.inputs.size() > 4 && n.inputs[4] != ir::kNoValue,
                has_padding = n.inputs.size() > 5 && n.inputs[5] != ir::kNoValue;
-    const bool may_fold = !has_bias;
     const ir::MaskTilesAttr tiles = n.attrs.mask_tiles("keep_tiles");
     if (has_keep && !g.value(n.inputs[3]).data) {
         auto [it, fresh] = st.runtime_masks.try_emplace(n.inputs[3], -1);
@@ -100,8 +100,7 @@ void emit_attention(LowerState& st, const ir::Node& n) {
         a.kernel = st.attention_kernel == AttentionKernelChoice::row_wise ? 1 : 0;
         spdlog::info("{}: mask {} built at run time from '{}', {} kernel", n.label(), n.attrs.s("mask", "dense"),
                      g.value(n.inputs[3]).name, a.kernel == 1 ? "row-wise" : "block-wise");
-    } else if (auto [it, fresh] = st.static_masks.try_emplace(
-                   {has_keep ? n.inputs[3] : ir::kNoValue, tiles.get(), Sq, Sk, may_fold});
+    } else if (auto [it, fresh] = st.static_masks.try_emplace({has_keep ? n.inputs[3] : ir::kNoValue, tiles.get(), Sq, Sk});
                !fresh) {  // the same pattern as an earlier attention
         a.mask = it->second.mask;
         a.kernel = it->second.kernel;
@@ -122,7 +121,7 @@ void emit_attention(LowerState& st, const ir::Node& n) {
         } else {
             entry.mask = build_mask(MaskSpec{}, Sq, Sk);  // every tile full
         }
-        if (may_fold) a.fold = fold_period(entry.mask);
+        a.fold = fold_period(entry.mask);
         if (a.fold > 1) entry.mask = fold_mask(entry.mask, a.fold);
         const SparseMaskStats stats = mask_stats(entry.mask);
         const kernels::SelectorDecision decision = kernels::decide_attention_kernel(stats.rho, Sk / a.fold);
@@ -173,15 +172,22 @@ void emit_attention(LowerState& st, const ir::Node& n) {
         }
         a.key_valid = it->second;
     }
-    // Bias: [1, 1|H, Sq, Sk] (or [Sq, Sk]) stored as [1|H, Sq, Sk] in the attention dtype.
+    // Bias: [1, 1|H, Sq, Sk] (or [Sq, Sk]) stored as [1|H, Sq, Sk] in the attention dtype;
+    // with a fold p, as its residue blocks [p, 1|H, Sq/p, Sk/p] (bias(h, i'p + r, j'p + r)).
     if (has_bias) {
         const Tensor& bias = *g.value(n.inputs[4]).data;
-        const int64_t bh = bias.shape.size() == 4 ? bias.shape[1] : 1;
-        Tensor b(bias.dtype, {bh, Sq, Sk});
-        b.bytes = bias.bytes;
+        const int64_t bh = bias.shape.size() == 4 ? bias.shape[1] : 1, p = a.fold, fq = Sq / p, fk = Sk / p;
+        Tensor b(bias.dtype, {p, bh, fq, fk});
+        const size_t es = dtype_size(bias.dtype);
+        for (int64_t r = 0; r < p; ++r)
+            for (int64_t h = 0; h < bh; ++h)
+                for (int64_t i = 0; i < fq; ++i)
+                    for (int64_t j = 0; j < fk; ++j)
+                        std::memcpy(b.bytes.data() + static_cast<size_t>(((r * bh + h) * fq + i) * fk + j) * es,
+                                    bias.bytes.data() + static_cast<size_t>((h * Sq + i * p + r) * Sk + j * p + r) * es, es);
         a.bias = st.add_weight(cast(b, dt), n.name + "_bias");
-        a.bias_stride_h = bh == 1 ? 0 : Sq * Sk;
-        a.bias_stride_s = Sk;
+        a.bias_stride_h = bh == 1 ? 0 : fq * fk;
+        a.bias_stride_s = fk;
     }
     plan::Step s;
     s.kind = plan::StepKind::attention;

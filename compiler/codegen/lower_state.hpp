@@ -33,12 +33,12 @@ struct LowerState {
     std::vector<KernelJob> jobs;     // kernels of the launch steps, in step order
     std::map<std::pair<ir::ValueId, int32_t>, int32_t> key_valid_words;  // (padding input, fold) → its validity words
     std::map<ir::ValueId, int32_t> runtime_masks;  // run-time keep value → the plan mask converted from it
-    // (constant keep value or kNoValue, keep_tiles or null, Sq, Sk, whether the attention may fold it) →
-    // its plan mask, attention kernel (0 block-wise, 1 row-wise) and fold period (plan::AttentionStep::fold)
+    // (constant keep value or kNoValue, keep_tiles or null, Sq, Sk) → its plan mask, attention
+    // kernel (0 block-wise, 1 row-wise) and fold period (plan::AttentionStep::fold)
     struct StaticMask {
         int32_t mask = -1, kernel = 0, fold = 1;
     };
-    std::map<std::tuple<ir::ValueId, const SparseMask*, int64_t, int64_t, bool>, StaticMask> static_masks;
+    std::map<std::tuple<ir::ValueId, const SparseMask*, int64_t, int64_t>, StaticMask> static_masks;
     std::multimap<uint32_t, int32_t> weights_by_checksum;      // weight bytes' checksum → weight tensors
     std::map<std::pair<int32_t, DType>, int32_t> conversions;  // (tensor, dtype) → its converted copy (emit_convert)
     std::set<std::string> names;                               // names of the plan's tensors

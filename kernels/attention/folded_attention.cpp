@@ -23,8 +23,8 @@ std::vector<AttentionArgs> folded_attention_problems(const AttentionArgs& a, int
     f.seq_k = a.seq_k / p;
     const AttnTensor* all[4] = {&a.q, &a.k, &a.v, &a.o};
     const auto heads_of = [&](const AttnTensor* t) { return t == &a.k || t == &a.v ? a.kv_heads : a.heads; };
-    bool heads_major = !a.key_valid && a.mask.mask_heads == 1,
-         pairs = !a.key_valid && a.heads == a.kv_heads && a.mask.mask_heads == 1 && a.mask.mask_batch == 1;
+    bool heads_major = !a.key_valid && !a.bias && a.mask.mask_heads == 1,
+         pairs = !a.key_valid && !a.bias && a.heads == a.kv_heads && a.mask.mask_heads == 1 && a.mask.mask_batch == 1;
     for (const AttnTensor* t : all) {
         heads_major = heads_major && t->stride_s == heads_of(t) * t->stride_h;
         pairs = pairs && (a.batch == 1 || t->stride_b == heads_of(t) * t->stride_h);
@@ -48,7 +48,7 @@ std::vector<AttentionArgs> folded_attention_problems(const AttentionArgs& a, int
         }
         return {f};
     }
-    if (a.batch == 1 && a.mask.mask_batch == 1 && p <= 65535) {
+    if (a.batch == 1 && !a.bias && a.mask.mask_batch == 1 && p <= 65535) {
         // The residues as the batch, at stride_s; key_valid's residues are its batch rows.
         for (auto [src, dst] : {std::pair{&a.q, &f.q}, {&a.k, &f.k}, {&a.v, &f.v}, {&a.o, &f.o}}) {
             dst->stride_b = src->stride_s;
@@ -59,9 +59,11 @@ std::vector<AttentionArgs> folded_attention_problems(const AttentionArgs& a, int
     }
     std::vector<AttentionArgs> out;
     const int64_t kv_words = static_cast<int64_t>(a.batch) * ((f.seq_k + 63) / 64);  // per residue
+    const int64_t bias_block = a.bias_stride_h ? a.heads * a.bias_stride_h : f.seq_q * a.bias_stride_s;
     for (int32_t r = 0; r < p; ++r) {
         AttentionArgs g = f;
         if (a.key_valid) g.key_valid = a.key_valid + r * kv_words;
+        if (a.bias) g.bias = static_cast<const char*>(a.bias) + r * bias_block * 2;  // fp16 and bf16: 2 bytes
         g.q = residue_rows(a.q, r, p);
         g.k = residue_rows(a.k, r, p);
         g.v = residue_rows(a.v, r, p);
@@ -76,7 +78,6 @@ std::string check_folded_attention_args(const AttentionArgs& a, AttentionKernel 
     if (a.seq_q < 1 || a.seq_k < 1 || a.seq_q % p != 0 || a.seq_k % p != 0)
         return "fold period " + std::to_string(p) + " does not divide seq_q " + std::to_string(a.seq_q) + " and seq_k " +
                std::to_string(a.seq_k);
-    if (a.bias) return "a folded mask takes no bias";
     for (const AttentionArgs& f : folded_attention_problems(a, p))
         if (std::string e = check_attention_args(f, kernel); !e.empty()) return "folded: " + e;
     return "";

@@ -312,7 +312,7 @@ private:
         if (a.fold > 1) {
             STOF_CHECK(a.seq_q % a.fold == 0 && a.seq_k % a.fold == 0, "fold {} does not divide the scores {}x{}", a.fold,
                        a.seq_q, a.seq_k);
-            STOF_CHECK(a.bias == -1 && !p_.masks[a.mask].runtime, "a folded mask takes no bias or run-time mask");
+            STOF_CHECK(!p_.masks[a.mask].runtime, "a run-time mask cannot be folded");
         }
         STOF_CHECK(m.rows == a.seq_q / a.fold && m.cols == a.seq_k / a.fold, "mask {} is {}x{}, the scores {}x{}{}", a.mask,
                    m.rows, m.cols, a.seq_q, a.seq_k, a.fold > 1 ? fmt::format(" folded by {}", a.fold) : "");
@@ -332,8 +332,13 @@ private:
             const TensorDesc& bias = tensor(a.bias, "bias");
             STOF_CHECK(bias.dtype == dt, "bias '{}' is {}, q {}", bias.name, dtype_name(bias.dtype), dtype_name(dt));
             STOF_CHECK(a.bias_stride_h >= 0 && a.bias_stride_s >= 0, "bias: negative stride");
+            // Folded: the residue blocks one after the other (kernels::folded_attention_problems).
+            const int32_t fq = a.seq_q / a.fold, fk = a.seq_k / a.fold;
+            const i128 block = a.bias_stride_h ? static_cast<i128>(a.heads) * a.bias_stride_h
+                                               : static_cast<i128>(fq) * a.bias_stride_s;
             inside(a.bias, 0,
-                   static_cast<i128>(a.heads - 1) * a.bias_stride_h + static_cast<i128>(a.seq_q - 1) * a.bias_stride_s + a.seq_k,
+                   (a.fold - 1) * block + static_cast<i128>(a.heads - 1) * a.bias_stride_h +
+                       static_cast<i128>(fq - 1) * a.bias_stride_s + fk,
                    "bias");
         }
         STOF_CHECK(a.kernel >= 0 && a.kernel <= 2, "kernel {} is not 0 (block-wise), 1 (row-wise) or 2 (block-wise sm_90)",

@@ -182,9 +182,20 @@ AttentionResult run_attention_case(const AttentionCase& c, std::mt19937_64& rng)
                     if (valid[static_cast<size_t>(b) * SK + j * fold + r])
                         valid_words[(static_cast<size_t>(r) * B + b) * fw + j / 64] |= uint64_t{1} << (j % 64);
     }
-    DeviceBuffer d_valid(valid_words.size() * 8), d_bias(bias.bits.size() * 2);
+    // The bias as the kernels read it: [H, SQ, SK], or folded its residue blocks [fold, H, SQ / fold, SK / fold].
+    std::vector<uint16_t> bias_bits = bias.bits;
+    if (fold > 1 && c.bias) {
+        const int fq = SQ / fold, fk = SK / fold;
+        for (int r = 0; r < fold; ++r)
+            for (int h = 0; h < H; ++h)
+                for (int i = 0; i < fq; ++i)
+                    for (int j = 0; j < fk; ++j)
+                        bias_bits[((static_cast<size_t>(r) * H + h) * fq + i) * fk + j] =
+                            bias.bits[(static_cast<size_t>(h) * SQ + i * fold + r) * SK + j * fold + r];
+    }
+    DeviceBuffer d_valid(valid_words.size() * 8), d_bias(bias_bits.size() * 2);
     upload(d_valid, valid_words);
-    upload(d_bias, bias.bits);
+    upload(d_bias, bias_bits);
 
     kernels::AttentionArgs a;
     a.dtype = dt;
@@ -211,8 +222,8 @@ AttentionResult run_attention_case(const AttentionCase& c, std::mt19937_64& rng)
               c.mask_heads};
     a.key_valid = valid_words.empty() ? nullptr : static_cast<const uint64_t*>(d_valid.ptr);
     a.bias = c.bias ? d_bias.ptr : nullptr;
-    a.bias_stride_h = static_cast<int64_t>(SQ) * SK;
-    a.bias_stride_s = SK;
+    a.bias_stride_h = static_cast<int64_t>(SQ / fold) * (SK / fold);
+    a.bias_stride_s = SK / fold;
     a.block_m = c.block_m;
 
     const std::string why = kernels::check_attention_args(a, c.kernel);

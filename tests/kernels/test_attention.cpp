@@ -270,7 +270,7 @@ TEST_CASE("attention: the Hopper kernel with several work items per CTA", "[gpu]
 // Strided masks fold (stof/mask_fold.hpp): [b, s, h, d] tensors without padding run as one
 // problem of p times the heads, batch 1 as one problem of the residues as the batch, contiguous
 // [b, h, s, d] tensors without GQA or padding as one of (batch, head) pairs, the others as one
-// problem per residue.
+// problem per residue (with a bias always).
 TEST_CASE("attention: strided masks run folded, as one problem or one per residue", "[gpu][kernels][attention]") {
     STOF_REQUIRE_GPU();
     auto rng = make_rng();
@@ -282,13 +282,15 @@ TEST_CASE("attention: strided masks run folded, as one problem or one per residu
         ElemType dtype;
         bool padded;
         int batch = 2;
+        bool bias = false;
     };
     for (const int p : {8, 16})
         for (const Shape& sh : {Shape{"bhsd", Layout::bhsd, 4, 4, 64, ElemType::f16, false},
                                 Shape{"bshd gqa", Layout::bshd, 4, 2, 128, ElemType::bf16, false},
                                 Shape{"bhsd gqa", Layout::bhsd, 4, 2, 64, ElemType::bf16, false},
                                 Shape{"bshd padded", Layout::bshd, 4, 4, 64, ElemType::f16, true},
-                                Shape{"bhsd gqa padded batch 1", Layout::bhsd, 4, 2, 128, ElemType::f16, true, 1}}) {
+                                Shape{"bhsd gqa padded batch 1", Layout::bhsd, 4, 2, 128, ElemType::f16, true, 1},
+                                Shape{"bshd padded bias", Layout::bshd, 4, 2, 64, ElemType::bf16, true, 2, true}}) {
             AttentionCase c;
             c.batch = sh.batch;
             c.heads = sh.heads;
@@ -298,6 +300,7 @@ TEST_CASE("attention: strided masks run folded, as one problem or one per residu
             c.layout = sh.layout;
             c.seq_q = c.seq_k = S;
             c.check_rows = 64;
+            c.bias = sh.bias;
             c.keep.assign(static_cast<size_t>(S) * S, 0);
             for (int i = 0; i < S; ++i)  // strided; causal as well at p = 16
                 for (int j = 0; j < S; ++j) c.keep[static_cast<size_t>(i) * S + j] = (i - j) % p == 0 && (p == 8 || j <= i);

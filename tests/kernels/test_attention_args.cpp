@@ -226,8 +226,19 @@ TEST_CASE("folded_attention_problems view the residues of every layout as the or
     REQUIRE(per_residue.size() == 4);
     for (int r = 0; r < 4; ++r) CHECK(per_residue[static_cast<size_t>(r)].key_valid == words + 2 * r);
     CHECK(check_folded_attention_args(a, AttentionKernel::block_wise, 4) == "");
+    // A folded bias: one problem per residue, each at its residue block (heads x 32 x 32, or
+    // 32 x 32 without a head stride).
+    a.key_valid = nullptr;
     a.bias = a.q.data;
-    CHECK(check_folded_attention_args(a, AttentionKernel::block_wise, 4) == "a folded mask takes no bias");
+    for (const int64_t sh : {int64_t{0}, int64_t{32 * 32}}) {
+        a.bias_stride_h = sh;
+        a.bias_stride_s = 32;
+        const std::vector<AttentionArgs> with_bias = folded_attention_problems(a, 4);
+        REQUIRE(with_bias.size() == 4);
+        for (int r = 0; r < 4; ++r)
+            CHECK(with_bias[static_cast<size_t>(r)].bias == static_cast<const char*>(a.bias) + 2 * r * (sh ? 4 * sh : 32 * 32));
+        CHECK(check_folded_attention_args(a, AttentionKernel::block_wise, 4) == "");
+    }
     a = valid_args();
     CHECK(check_folded_attention_args(a, AttentionKernel::block_wise, 4).find("folded: mask is 128x128") != std::string::npos);
     CHECK(launch_folded_attention(a, AttentionKernel::block_wise, 4, nullptr) == cudaErrorInvalidValue);

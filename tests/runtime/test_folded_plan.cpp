@@ -78,47 +78,55 @@ TEST_CASE("plans with folded masks run like the reference interpreter", "[gpu][p
     }
 }
 
-TEST_CASE("a plan with a folded mask and padding runs like the reference interpreter", "[gpu][plan]") {
+// BERT: padding; T5: padding and its relative position bias, both then in their folded layouts.
+TEST_CASE("plans with a folded mask, padding and a bias run like the reference interpreter", "[gpu][plan]") {
     STOF_REQUIRE_GPU();
     cudaDeviceProp prop{};
     CUDA_REQUIRE(cudaGetDeviceProperties(&prop, 0));
-    const fs::path model = fs::path(test::source_dir()) / "models" / "bert-torchscript";
     const fs::path dir = fs::path(test::binary_dir()) / "test_tmp" / "folded_plans";
     fs::create_directories(dir);
-    TensorMap feeds;
-    for (const auto& f : fs::directory_iterator(model / "inputs"))
-        feeds[f.path().stem().string()] = read_npy(f.path().string());
-    Tensor& pad = feeds.at("attention_mask");
-    const int64_t S = pad.shape[1];
-    for (int64_t j = S - 9; j < S; ++j) pad.set_i64(j, 0);  // batch 0's last 9 keys are padding
-    Tensor keep(DType::boolean, {S, S});
-    for (int64_t i = 0; i < S; ++i)
-        for (int64_t j = 0; j < S; ++j) keep.set_i64(i * S + j, (i - j) % 2 == 0);
-    const std::string mask = "file:" + (dir / "strided2_bert.npy").string();
-    write_npy(mask.substr(5), keep);
+    for (const char* name : {"bert-torchscript", "t5-torchscript"}) {
+        INFO(name);
+        const fs::path model = fs::path(test::source_dir()) / "models" / name;
+        TensorMap feeds;
+        for (const auto& f : fs::directory_iterator(model / "inputs"))
+            feeds[f.path().stem().string()] = read_npy(f.path().string());
+        Tensor& pad = feeds.at("attention_mask");
+        const int64_t S = pad.shape[1];
+        for (int64_t j = S - 9; j < S; ++j) pad.set_i64(j, 0);  // batch 0's last 9 keys are padding
+        Tensor keep(DType::boolean, {S, S});
+        for (int64_t i = 0; i < S; ++i)
+            for (int64_t j = 0; j < S; ++j) keep.set_i64(i * S + j, (i - j) % 2 == 0);
+        const std::string mask = "file:" + (dir / "strided2.npy").string();
+        write_npy(mask.substr(5), keep);
 
-    CompileOptions opt = test::compile_options(Precision::fp16, "model.onnx",
-                                               "sm_" + std::to_string(prop.major * 10 + prop.minor));
-    PipelineOptions ropt;
-    for (const auto& [name, t] : feeds) opt.pipeline.pass.input_shapes[name] = ropt.pass.input_shapes[name] = t.shape;
-    opt.pipeline.pass.masks = ropt.pass.masks = {mask};
-    ir::Graph g = import_onnx_file((model / "model.onnx").string());
-    const plan::Plan plan = compile_model(g, opt);
-    int folded = 0;
-    for (const plan::Step& s : plan.steps) folded += s.kind == plan::StepKind::key_valid && s.key_valid.fold == 2;
-    REQUIRE(folded == 1);
-    const std::string path = (dir / "strided2_bert.plan").string();
-    plan::write_plan(plan, path);
+        CompileOptions opt = test::compile_options(Precision::fp16, "model.onnx",
+                                                   "sm_" + std::to_string(prop.major * 10 + prop.minor));
+        PipelineOptions ropt;
+        for (const auto& [input, t] : feeds) opt.pipeline.pass.input_shapes[input] = ropt.pass.input_shapes[input] = t.shape;
+        opt.pipeline.pass.masks = ropt.pass.masks = {mask};
+        ir::Graph g = import_onnx_file((model / "model.onnx").string());
+        const plan::Plan plan = compile_model(g, opt);
+        int folded = 0, biased = 0;
+        for (const plan::Step& s : plan.steps) {
+            folded += s.kind == plan::StepKind::key_valid && s.key_valid.fold == 2;
+            biased += s.kind == plan::StepKind::attention && s.attention.fold == 2 && s.attention.bias >= 0;
+        }
+        REQUIRE(folded == 1);
+        CHECK((biased > 0) == (std::string(name) == "t5-torchscript"));
+        const std::string path = (dir / (std::string(name) + "_strided2.plan")).string();
+        plan::write_plan(plan, path);
 
-    ir::Graph ref = import_onnx_file((model / "model.onnx").string());
-    run_pipeline(ref, ropt);
-    const Tensor want = interpret(ref, feeds).at("last_hidden_state");
-    Runtime rt(path);
-    for (const auto& [name, t] : feeds) rt.set_input(name, t);
-    CUDA_REQUIRE(cudaMemset(rt.output_address(0), 0xff, want.bytes.size()));
-    rt.run();
-    const Tensor got = rt.output("last_hidden_state");
-    const Comparison cmp = compare(got, want, 3e-2, 3e-2);
-    INFO(describe(cmp, want, 3e-2, 3e-2));
-    CHECK(cmp.ok);
+        ir::Graph ref = import_onnx_file((model / "model.onnx").string());
+        run_pipeline(ref, ropt);
+        const Tensor want = interpret(ref, feeds).at("last_hidden_state");
+        Runtime rt(path);
+        for (const auto& [input, t] : feeds) rt.set_input(input, t);
+        CUDA_REQUIRE(cudaMemset(rt.output_address(0), 0xff, want.bytes.size()));
+        rt.run();
+        const Tensor got = rt.output("last_hidden_state");
+        const Comparison cmp = compare(got, want, 3e-2, 3e-2);
+        INFO(describe(cmp, want, 3e-2, 3e-2));
+        CHECK(cmp.ok);
+    }
 }

@@ -104,7 +104,7 @@ struct AttentionStep {
     int32_t kernel = 0;  // 0 block-wise, 1 row-wise, 2 block-wise sm_90 (stof::kernels::AttentionKernel)
     // > 1: the mask is the keep pattern folded with this period (stof/mask_fold.hpp),
     // [seq_q / fold, seq_k / fold], run by kernels::launch_folded_attention; key_valid words
-    // of a KeyValidStep of the same fold; no bias.
+    // of a KeyValidStep of the same fold; the bias as its residue blocks (that function's layout).
     int32_t fold = 1;
 };
 

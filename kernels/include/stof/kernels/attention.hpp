@@ -76,16 +76,19 @@ std::string check_attention_args(const AttentionArgs& a, AttentionKernel kernel)
 // (call check_attention_args for the reason); launch failures return the CUDA error.
 cudaError_t launch_attention(const AttentionArgs& a, AttentionKernel kernel, cudaStream_t stream);
 
-// Attention under a mask folded with period p (stof/mask_fold.hpp): a.mask is the folded
-// mask ([seq_q / p, seq_k / p]), a.key_valid null or in the folded layout of
-// launch_key_valid ([p, batch, ceil(seq_k / p / 64)] words), a.bias null; queries i'p + r
-// attend keys j'p + r. It runs as one problem: without key_valid, with p times the heads
+// Attention under a mask folded with period p (stof/mask_fold.hpp); queries i'p + r attend
+// keys j'p + r. a.mask is the folded mask ([seq_q / p, seq_k / p]); a.key_valid is null or
+// in the folded layout of launch_key_valid ([p, batch, ceil(seq_k / p / 64)] words); a.bias
+// is null or folded too: p residue blocks one after the other, block r holding
+// bias(h, i'p + r, j'p + r) at h * bias_stride_h + i' * bias_stride_s + j' (blocks
+// heads * bias_stride_h elements apart, or seq_q / p * bias_stride_s when bias_stride_h is 0).
+// Without a bias it runs as one problem: without key_valid, with p times the heads
 // (residue-major) when every tensor's row stride is heads (kv_heads for k, v) times its head
 // stride ([b, s, h, d]) and the mask is one pattern per batch; else, at batch 1 with one
 // pattern per head, with the residues as the batch; else, without key_valid, with
 // (batch, head) pairs as the batch and the residues as the heads when heads == kv_heads, the
-// mask is one pattern and every tensor's batch stride is heads times its head stride. Else
-// as p problems, one per residue.
+// mask is one pattern and every tensor's batch stride is heads times its head stride. Else,
+// and with a bias, as p problems, one per residue.
 std::vector<AttentionArgs> folded_attention_problems(const AttentionArgs& a, int32_t p);
 // "" when a folded launch supports these arguments, else what is wrong with them.
 std::string check_folded_attention_args(const AttentionArgs& a, AttentionKernel kernel, int32_t p);
