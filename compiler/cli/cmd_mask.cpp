@@ -86,7 +86,7 @@ void run_mask(const MaskArgs& a) {
     if (fold > 1)
         fmt::print(
             "fold      {}: keeps (i, j) only where i = j (mod {}), alike for every residue: stored folded, {} non-empty "
-            "tiles over the {} residues instead of {} (without a bias)\n",
+            "tiles over the {} residues instead of {}\n",
             fold, fold, folded_tiles, fold, st.full_tiles + st.partial_tiles);
     fmt::print("kernel    {}: {}\n", k.kernel_name(), k.reason);
     if (a.time) fmt::print("build     {:.3f} ms min, {:.3f} ms median over {} runs\n", t_min, t_median, times.size());

@@ -179,12 +179,15 @@ void emit_attention(LowerState& st, const ir::Node& n) {
         const int64_t bh = bias.shape.size() == 4 ? bias.shape[1] : 1, p = a.fold, fq = Sq / p, fk = Sk / p;
         Tensor b(bias.dtype, {p, bh, fq, fk});
         const size_t es = dtype_size(bias.dtype);
-        for (int64_t r = 0; r < p; ++r)
-            for (int64_t h = 0; h < bh; ++h)
-                for (int64_t i = 0; i < fq; ++i)
-                    for (int64_t j = 0; j < fk; ++j)
-                        std::memcpy(b.bytes.data() + static_cast<size_t>(((r * bh + h) * fq + i) * fk + j) * es,
-                                    bias.bytes.data() + static_cast<size_t>((h * Sq + i * p + r) * Sk + j * p + r) * es, es);
+        if (p == 1) b.bytes = bias.bytes;
+        else
+            for (int64_t r = 0; r < p; ++r)
+                for (int64_t h = 0; h < bh; ++h)
+                    for (int64_t i = 0; i < fq; ++i)
+                        for (int64_t j = 0; j < fk; ++j)
+                            std::memcpy(b.bytes.data() + static_cast<size_t>(((r * bh + h) * fq + i) * fk + j) * es,
+                                        bias.bytes.data() + static_cast<size_t>((h * Sq + i * p + r) * Sk + j * p + r) * es,
+                                        es);
         a.bias = st.add_weight(cast(b, dt), n.name + "_bias");
         a.bias_stride_h = bh == 1 ? 0 : fq * fk;
         a.bias_stride_s = fk;
