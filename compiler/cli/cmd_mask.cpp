@@ -49,8 +49,9 @@ void run_mask(const MaskArgs& a) {
     const kernels::SelectorDecision k = kernels::decide_attention_kernel(st.rho, seq_k);
     const int64_t tiles = st.empty_tiles + st.full_tiles + st.partial_tiles;
     // Residue folding (stof/mask_fold.hpp): the period, and the tiles the folded form lists (all residues).
-    const int32_t fold = fold_period(m);
-    const int64_t folded_tiles = fold > 1 ? static_cast<int64_t>(fold_mask(m, fold).col_idx.size()) * fold : 0;
+    const MaskFold mf = find_fold(m);
+    const int32_t fold = mf.period;
+    const int64_t folded_tiles = static_cast<int64_t>(mf.mask.col_idx.size()) * fold;
 
     if (!a.png.empty()) write_mask_png(m, 0, a.png);
 

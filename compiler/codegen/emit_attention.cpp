@@ -121,8 +121,10 @@ void emit_attention(LowerState& st, const ir::Node& n) {
         } else {
             entry.mask = build_mask(MaskSpec{}, Sq, Sk);  // every tile full
         }
-        a.fold = fold_period(entry.mask);
-        if (a.fold > 1) entry.mask = fold_mask(entry.mask, a.fold);
+        if (MaskFold f = find_fold(entry.mask); f.period > 1) {
+            a.fold = f.period;
+            entry.mask = std::move(f.mask);
+        }
         const SparseMaskStats stats = mask_stats(entry.mask);
         const kernels::SelectorDecision decision = kernels::decide_attention_kernel(stats.rho, Sk / a.fold);
         std::string kernel = decision.kernel_name(), reason = decision.reason;

@@ -73,19 +73,31 @@ std::vector<AttentionArgs> folded_attention_problems(const AttentionArgs& a, int
     return out;
 }
 
-std::string check_folded_attention_args(const AttentionArgs& a, AttentionKernel kernel, int32_t p) {
+namespace {
+
+// "" and the problems in `out` when a folded launch supports these arguments, else what is wrong.
+std::string folded_problems(const AttentionArgs& a, AttentionKernel kernel, int32_t p, std::vector<AttentionArgs>& out) {
     if (p < 2) return "fold period " + std::to_string(p) + " is below 2";
     if (a.seq_q < 1 || a.seq_k < 1 || a.seq_q % p != 0 || a.seq_k % p != 0)
         return "fold period " + std::to_string(p) + " does not divide seq_q " + std::to_string(a.seq_q) + " and seq_k " +
                std::to_string(a.seq_k);
-    for (const AttentionArgs& f : folded_attention_problems(a, p))
+    out = folded_attention_problems(a, p);
+    for (const AttentionArgs& f : out)
         if (std::string e = check_attention_args(f, kernel); !e.empty()) return "folded: " + e;
     return "";
 }
 
+}  // namespace
+
+std::string check_folded_attention_args(const AttentionArgs& a, AttentionKernel kernel, int32_t p) {
+    std::vector<AttentionArgs> problems;
+    return folded_problems(a, kernel, p, problems);
+}
+
 cudaError_t launch_folded_attention(const AttentionArgs& a, AttentionKernel kernel, int32_t p, cudaStream_t stream) {
-    if (!check_folded_attention_args(a, kernel, p).empty()) return cudaErrorInvalidValue;
-    for (const AttentionArgs& f : folded_attention_problems(a, p))
+    std::vector<AttentionArgs> problems;
+    if (!folded_problems(a, kernel, p, problems).empty()) return cudaErrorInvalidValue;
+    for (const AttentionArgs& f : problems)
         if (const cudaError_t e = launch_attention(f, kernel, stream); e != cudaSuccess) return e;
     return cudaSuccess;
 }

@@ -320,7 +320,7 @@ void Executor::prepare_steps() {
                 }
                 case plan::StepKind::attention: {
                     const plan::AttentionStep& a = s.attention;
-                    kernels::AttentionArgs& A = p.attention;
+                    kernels::AttentionArgs A;
                     A.dtype = plan_.tensors[a.q.tensor].dtype == DType::bf16 ? kernels::ElemType::bf16 : kernels::ElemType::f16;
                     A.batch = a.batch;
                     A.heads = a.heads;
@@ -348,15 +348,14 @@ void Executor::prepare_steps() {
                     A.bias_stride_s = a.bias_stride_s;
                     A.block_m = A.mask.tile_m == 128 ? 128 : 0;
                     p.attention_kernel = static_cast<kernels::AttentionKernel>(a.kernel);  // 0, 1, 2 (plan_validate)
-                    p.attention_fold = a.fold;
                     const std::string why = a.fold > 1 ? kernels::check_folded_attention_args(A, p.attention_kernel, a.fold)
                                                        : kernels::check_attention_args(A, p.attention_kernel);
                     STOF_CHECK(why.empty(), "the {} attention kernel does not support this step: {}",
                                plan::attention_kernel_name(a.kernel), why);
+                    p.attention = a.fold > 1 ? kernels::folded_attention_problems(A, a.fold) : std::vector{A};
                     if (p.attention_kernel == kernels::AttentionKernel::block_wise_sm90) {
                         ++sm90_steps;
-                        for (const kernels::AttentionArgs& f :
-                             a.fold > 1 ? kernels::folded_attention_problems(A, a.fold) : std::vector{A})
+                        for (const kernels::AttentionArgs& f : p.attention)
                             if (std::string r = kernels::attention_sm90_refusal(f); !r.empty()) {
                                 off_sm90.push_back(fmt::format("step {}: {}", i, r));
                                 break;
@@ -414,9 +413,8 @@ void Executor::enqueue_step(size_t i, cudaStream_t stream) {
         }
         case plan::StepKind::gemm: p.gemm->run(lt_, workspace_, kWorkspaceBytes, stream); break;
         case plan::StepKind::attention:
-            STOF_CUDA_CHECK(p.attention_fold > 1
-                                ? kernels::launch_folded_attention(p.attention, p.attention_kernel, p.attention_fold, stream)
-                                : kernels::launch_attention(p.attention, p.attention_kernel, stream));
+            for (const kernels::AttentionArgs& f : p.attention)
+                STOF_CUDA_CHECK(kernels::launch_attention(f, p.attention_kernel, stream));
             break;
         case plan::StepKind::key_valid: {
             const KeyValid& k = p.key_valid;

@@ -98,9 +98,10 @@ private:
         plan::StepKind kind = plan::StepKind::launch;
         Launch launch;
         std::unique_ptr<LtGemm> gemm;
-        kernels::AttentionArgs attention;
+        // The kernel problems of an attention step: one, or those of its fold
+        // (kernels::folded_attention_problems), built and checked once at load.
+        std::vector<kernels::AttentionArgs> attention;
         kernels::AttentionKernel attention_kernel = kernels::AttentionKernel::block_wise;
-        int32_t attention_fold = 1;  // plan::AttentionStep::fold
         KeyValid key_valid;
         Copy copy;
         MaskConvert mask_convert;

@@ -90,8 +90,8 @@ stof::kernels::SparseMaskView upload_arrays(const stof::SparseMask& m, void** bu
     return v;
 }
 
-// The device mask of m, and of its folded form `folded` with period `fold` when fold > 1.
-stof_mask* upload(stof::SparseMask&& m, int32_t fold = 1, const stof::SparseMask* folded = nullptr) {
+// The device mask of m, and of its folded form when fold.period > 1.
+stof_mask* upload(stof::SparseMask&& m, const stof::MaskFold& fold = {}) {
     auto h = std::make_unique<stof_mask>();
     const auto free_buffers = [&] {
         cudaFree(h->device_buffer);
@@ -100,10 +100,10 @@ stof_mask* upload(stof::SparseMask&& m, int32_t fold = 1, const stof::SparseMask
     try {
         h->stats = stof::mask_stats(m);
         h->view = upload_arrays(m, &h->device_buffer);
-        if (fold > 1) {
-            h->fold = fold;
-            h->folded_stats = stof::mask_stats(*folded);
-            h->folded_view = upload_arrays(*folded, &h->folded_buffer);
+        if (fold.period > 1) {
+            h->fold = fold.period;
+            h->folded_stats = stof::mask_stats(fold.mask);
+            h->folded_view = upload_arrays(fold.mask, &h->folded_buffer);
         }
     } catch (...) {
         free_buffers();
@@ -159,13 +159,8 @@ stof_status stof_mask_from_dense(const uint8_t* keep, int32_t mask_batch, int32_
         if (!keep && static_cast<int64_t>(rows) * cols > 0) throw InvalidArgument{"stof_mask_from_dense: keep is null"};
         stof::SparseMask m = stof::from_dense(keep, mask_batch, mask_heads, rows, cols, tile_m, tile_n);
         m.validate();
-        const int32_t fold = stof::fold_period(m);
-        if (fold == 1) {
-            *out = upload(std::move(m));
-            return;
-        }
-        const stof::SparseMask f = stof::fold_mask(m, fold);
-        *out = upload(std::move(m), fold, &f);
+        const stof::MaskFold f = stof::find_fold(m);
+        *out = upload(std::move(m), f);
     });
 }
 

@@ -1,4 +1,4 @@
-// fold_period, fold_mask: see stof/mask_fold.hpp.
+// find_fold, fold_mask: see stof/mask_fold.hpp.
 #include "stof/mask_fold.hpp"
 
 #include "stof/error.hpp"
@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 namespace stof {
@@ -59,23 +60,23 @@ std::vector<uint8_t> folded_keep(const SparseMask& m, int32_t p) {
 
 }  // namespace
 
-int32_t fold_period(const SparseMask& m) {
+MaskFold find_fold(const SparseMask& m) {
     // Every kept (i, j) has i ≡ j modulo a period that folds: the gcd of their distances bounds it.
     int64_t g = 0;
     for_each_kept(m, [&](int32_t, int32_t i, int32_t j) {
         if (i != j) g = std::gcd(g, static_cast<int64_t>(std::abs(i - j)));
         return g != 1;
     });
-    if (g < 2) return 1;  // dense-like distances, or only the diagonal (no tile to save)
+    if (g < 2) return {};  // dense-like distances, or only the diagonal (no tile to save)
     const int64_t unfolded = static_cast<int64_t>(m.col_idx.size());
     for (int32_t p = 64; p >= 2; --p) {
         if (g % p != 0 || m.rows % p != 0 || m.cols % p != 0) continue;
         const std::vector<uint8_t> f = folded_keep(m, p);
         if (f.empty()) continue;
-        const SparseMask fm = from_dense(f.data(), m.mask_batch, m.mask_heads, m.rows / p, m.cols / p, m.tile_m, m.tile_n);
-        if (p * static_cast<int64_t>(fm.col_idx.size()) < unfolded) return p;
+        SparseMask fm = from_dense(f.data(), m.mask_batch, m.mask_heads, m.rows / p, m.cols / p, m.tile_m, m.tile_n);
+        if (p * static_cast<int64_t>(fm.col_idx.size()) < unfolded) return {p, std::move(fm)};
     }
-    return 1;
+    return {};
 }
 
 SparseMask fold_mask(const SparseMask& m, int32_t p) {

@@ -14,10 +14,17 @@
 
 namespace stof {
 
+struct MaskFold {
+    int32_t period = 1;  // 1: m does not fold
+    SparseMask mask;     // the folded mask when period > 1
+};
+
 // The largest period p in 2..64 that divides rows and cols, for which every pattern of m
-// folds and the folded mask lists fewer tiles times p than m does; 1 when there is none.
-// Costs a pass over m's kept entries (and stops early where a distance of 1 is kept).
-int32_t fold_period(const SparseMask& m);
+// folds and the folded mask lists fewer tiles times p than m does, with that folded mask;
+// period 1 when there is none. Costs a pass over m's kept entries (and stops early where a
+// distance of 1 is kept).
+MaskFold find_fold(const SparseMask& m);
+inline int32_t fold_period(const SparseMask& m) { return find_fold(m).period; }
 
 // The folded mask ([rows / p, cols / p], m's tiling and patterns) of a mask that folds
 // with period p.
