@@ -7,5 +7,8 @@
 #include <catch2/catch.hpp>
 namespace Catch {
 using Detail::Approx;  // v3 spelling: Catch::Approx
-}
+namespace Matchers {
+inline auto ContainsSubstring(const std::string& s) { return Contains(s); }  // v3 spelling
+}  // namespace Matchers
+}  // namespace Catch
 #endif
