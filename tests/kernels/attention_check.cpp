@@ -226,12 +226,17 @@ AttentionResult run_attention_case(const AttentionCase& c, std::mt19937_64& rng)
     a.bias_stride_s = SK / fold;
     a.block_m = c.block_m;
 
-    const std::string why = kernels::check_attention_args(a, c.kernel);
+    const std::string why = fold > 1 ? kernels::check_folded_attention_args(a, c.kernel, fold)
+                                     : kernels::check_attention_args(a, c.kernel);
     INFO("check_attention_args: " << why);
     REQUIRE(why.empty());
-    const std::string refusal = c.kernel == kernels::AttentionKernel::block_wise_sm90 ? kernels::attention_sm90_refusal(a)
-                                                                                      : std::string();
-    CUDA_REQUIRE(kernels::launch_attention(a, c.kernel, nullptr));
+    std::string refusal;  // the first problem's reason for the sm_80 kernel, if any
+    if (c.kernel == kernels::AttentionKernel::block_wise_sm90)
+        for (const kernels::AttentionArgs& problem :
+             fold > 1 ? kernels::folded_attention_problems(a, fold) : std::vector<kernels::AttentionArgs>{a})
+            if (refusal.empty()) refusal = kernels::attention_sm90_refusal(problem);
+    CUDA_REQUIRE(fold > 1 ? kernels::launch_folded_attention(a, c.kernel, fold, nullptr)
+                          : kernels::launch_attention(a, c.kernel, nullptr));
     CUDA_REQUIRE(cudaGetLastError());
     CUDA_REQUIRE(cudaDeviceSynchronize());
     std::vector<uint16_t> out(static_cast<size_t>(os.elems));
