@@ -59,7 +59,7 @@ install() {
     if python3 -c "import flash_attn.cute" 2>/dev/null; then echo "flash_attn.cute already imports from $target"; return; fi
     compgen -G "$dir/[1-9]/*" >/dev/null || { echo "no carried folder under $dir (carry one of $dir/1..$PARTS)" >&2; exit 1; }
     mkdir -p "$stage"
-    cp "$dir"/[1-9]/* "$stage"/
+    for w in "$dir"/[1-9]; do cp -f "$w"/* "$stage"/; done  # every folder carries the same SHA256SUMS
     have=$(find "$stage" -name "$SPLIT*.part-?" | wc -l)
     if [ "$have" -lt $PARTS ]; then
         echo "staged in $stage: $have of $PARTS parts of $SPLIT*.whl; carry the next folder of $dir"
