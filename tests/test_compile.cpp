@@ -139,6 +139,14 @@ TEST_CASE("empty outputs and segments get no steps, and their plans pass the rea
         b.output("y");
         check(b.bytes(), "Resize to an empty shape");
     }
+    {
+        test::OnnxBuilder b;
+        b.input("q", onnx::TensorProto::FLOAT, {1, 2, 0, 64});
+        for (const char* n : {"k", "v"}) b.input(n, onnx::TensorProto::FLOAT, {1, 2, 16, 64});
+        test::add_attention(b, 0.125f);
+        b.output("o");
+        check(b.bytes(), "attention of no queries");
+    }
 }
 
 TEST_CASE("a strided mask is stored folded; the plan refuses a fold that does not fit", "[cpu][compile]") {

@@ -32,7 +32,7 @@ std::optional<OperandSource> match_heads_view(const ir::StridedView& v, const st
     }
     if (!sh || (need_heads && hk != need_heads)) return std::nullopt;
     const int64_t n = numel(source.shape);
-    if (n % (B * S * D) != 0) return std::nullopt;
+    if (B * S * D == 0 || n % (B * S * D) != 0) return std::nullopt;  // an empty operand is materialised
     const int64_t ht = n / (B * S * D);
     for (char layout : {'h', 's'}) {
         const ir::AttentionStrides c = ir::attention_strides({B, ht, S, D}, layout);
