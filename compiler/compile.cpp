@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 namespace stof {
 
@@ -56,7 +57,11 @@ void log_sweep(const fusion::SearchResult& r, int asked) {
 
 // The plan's record of the fusion plan: per segment its template, config, where its
 // time came from ("rule" when the search never timed it) and the moves that formed it.
+// The segments of a cost-model plan kept by the final check are the cost model's choices:
+// "model", with the cost model's times and moves (as --tune off records them).
 std::vector<plan::SegmentInfo> segment_infos(const ir::Graph& g, const fusion::SearchResult& r, const fusion::Evaluator& ev) {
+    const bool by_model = r.kept == fusion::Kept::cost_model;
+    const std::map<std::string, fusion::Timing>& times = by_model ? r.cost_model_times : r.times;
     std::vector<plan::SegmentInfo> out;
     for (const fusion::Segment& s : r.plan.segments) {
         plan::SegmentInfo info;
@@ -64,14 +69,14 @@ std::vector<plan::SegmentInfo> segment_infos(const ir::Graph& g, const fusion::S
         info.templ = template_of(s.kind);
         info.config = s.config.str();
         const std::string sig = fusion::segment_signature(g, s);
-        auto t = r.times.find(sig + "#" + s.config.str());
+        auto t = times.find(sig + "#" + s.config.str());
         info.source = "rule";
-        if (t != r.times.end() && std::isfinite(t->second.us)) {
-            info.source = ev.source_of(g, s);
+        if (t != times.end() && std::isfinite(t->second.us)) {
+            info.source = by_model ? "model" : ev.source_of(g, s);
             info.time_us = static_cast<float>(t->second.us);
             if (info.source.empty()) info.source = "rule";
         }
-        for (const fusion::MoveRecord& m : r.moves)
+        for (const fusion::MoveRecord& m : by_model ? r.cost_model_moves : r.moves)
             if (m.taken && std::count(m.made.begin(), m.made.end(), sig))
                 info.moves += (info.moves.empty() ? "" : "; ") + m.describe;
         for (int n : s.nodes) info.nodes += (info.nodes.empty() ? "" : ",") + g.nodes[static_cast<size_t>(n)].name;
@@ -107,11 +112,12 @@ plan::Plan compile_model(ir::Graph& g, CompileOptions opt) {
     const fusion::FusionPlan& fp = found.plan;
     spdlog::info(
         "fusion: {} of {} moves taken, {} kernels tuned, {} segment timings ({}); whole plan: initial scheme {:.1f} us, "
-        "after stage 1 {}, after stage 2 {:.1f} us{}",
+        "after stage 1 {}, after stage 2 {:.1f} us{}; kept: the {} ({:.1f} us)",
         std::count_if(found.moves.begin(), found.moves.end(), [](const fusion::MoveRecord& m) { return m.taken; }),
         found.moves.size(), found.kernels.size(), found.evaluations, ev.source(), found.initial_us,
-        std::isnan(found.stage1_us) ? std::string("not timed") : fmt::format("{:.1f} us", found.stage1_us), found.final_us,
-        found.kept ? "" : " (slower: the initial scheme is kept)");
+        std::isnan(found.stage1_us) ? std::string("not timed") : fmt::format("{:.1f} us", found.stage1_us), found.searched_us,
+        std::isnan(found.cost_model_us) ? std::string() : fmt::format(", cost-model plan {:.1f} us", found.cost_model_us),
+        fusion::kept_name(found.kept), found.final_us);
     if (opt.search.sweep > 0) log_sweep(found, opt.search.sweep);
     if (found.budget_spent)
         spdlog::warn(

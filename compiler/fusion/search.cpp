@@ -23,6 +23,15 @@ Timing Evaluator::plan(const ir::Graph& g, const FusionPlan& p) {
     return t;
 }
 
+const char* kept_name(Kept k) {
+    switch (k) {
+        case Kept::searched: return "searched plan";
+        case Kept::initial: return "initial scheme";
+        case Kept::cost_model: return "cost-model plan";
+    }
+    return "";
+}
+
 std::string segment_key(const ir::Graph& g, const Segment& s, Precision precision) {
     return fmt::format("{}|{}#{}", precision_name(precision), segment_signature(g, s), s.config.str());
 }
@@ -59,6 +68,13 @@ std::string identity(const Segment& s) {
                        s.position, s.config.str());
 }
 
+bool same_plan(const FusionPlan& a, const FusionPlan& b) {
+    if (a.segments.size() != b.segments.size()) return false;
+    for (size_t i = 0; i < a.segments.size(); ++i)
+        if (identity(a.segments[i]) != identity(b.segments[i])) return false;
+    return true;
+}
+
 std::vector<Segment> copies(const std::vector<const Segment*>& ss) {
     std::vector<Segment> out;
     for (const Segment* s : ss) out.push_back(*s);
@@ -74,9 +90,9 @@ public:
         SearchResult r;
         r.plan = initial_scheme(g_);
         initial_ = r.plan;
-        stop_key_ = fmt::format("budget {} with reserve|stages {}{}|min_gain {}|stage2 {},{},{}|seed {}", opt_.budget_s,
-                                opt_.stage1, opt_.stage2, opt_.min_gain, opt_.stage2_first, opt_.stage2_batch,
-                                opt_.stage2_max_rounds, opt_.seed);
+        stop_key_ = fmt::format("budget {} with reserve{}|stages {}{}|min_gain {}|stage2 {},{},{}|seed {}", opt_.budget_s,
+                                opt_.cost_model_plan ? " and cost-model plan" : "", opt_.stage1, opt_.stage2, opt_.min_gain,
+                                opt_.stage2_first, opt_.stage2_batch, opt_.stage2_max_rounds, opt_.seed);
         if (std::isfinite(opt_.budget_s)) recorded_stop_ = ev_.budget_stop(g_, initial_, stop_key_);
         {
             const double t0 = now();
@@ -85,8 +101,9 @@ public:
             whole_plan_s_ = initial.cost_s > 0 ? initial.cost_s : now() - t0;
             last_check_ = now();
         }
-        // Whole-plan timings still to come: the final check, and the one after stage 1.
-        whole_plans_left_ = 1 + (opt_.stage1 && opt_.time_stage1 ? 1 : 0);
+        // Whole-plan timings still to come: the final check's (the searched plan, the cost-model
+        // plan), and the one after stage 1.
+        whole_plans_left_ = 1 + (opt_.cost_model_plan ? 1 : 0) + (opt_.stage1 && opt_.time_stage1 ? 1 : 0);
         if (std::isfinite(opt_.budget_s))
             say(fmt::format("budget {:.1f} s: {:.1f} s kept for {} whole-plan timing{} to come", opt_.budget_s, reserve_s(),
                             whole_plans_left_, whole_plans_left_ > 1 ? "s" : ""));
@@ -97,19 +114,7 @@ public:
         if (opt_.stage1 && opt_.time_stage1) --whole_plans_left_;
         if (opt_.stage2 && !out_of_time()) stage2(r);
         if (opt_.sweep > 0) sweep(r);
-        report("final check", 0, 1, r.initial_us - (std::isnan(r.stage1_us) ? r.initial_us : r.stage1_us));
-        r.final_us = ev_.plan(g_, r.plan).us;
-        report("final check", 1, 1, r.initial_us - std::min(r.initial_us, r.final_us));
-        if (r.final_us > r.initial_us) {  // never slower than where it started
-            say(
-                fmt::format("final check: the searched plan ({:.1f} us) is slower than the initial scheme ({:.1f} us): "
-                            "keeping the initial scheme",
-                            r.final_us, r.initial_us));
-            r.kept = false;
-            r.plan = initial_scheme(g_);
-            r.choices = {};
-            r.final_us = r.initial_us;
-        }
+        final_check(r);
         r.evaluations = evaluations_;
         r.budget_spent = budget_spent_;
         r.whole_plan_s = whole_plan_s_;
@@ -118,6 +123,48 @@ public:
     }
 
 private:
+    // Times the searched plan and the cost-model plan as wholes and keeps the fastest of them
+    // and the initial scheme (search.hpp).
+    void final_check(SearchResult& r) {
+        const int count = opt_.cost_model_plan ? 2 : 1;
+        report("final check", 0, count, r.initial_us - (std::isnan(r.stage1_us) ? r.initial_us : r.stage1_us));
+        r.searched_us = r.final_us = ev_.plan(g_, r.plan).us;
+        report("final check", 1, count, r.initial_us - std::min(r.initial_us, r.searched_us));
+        if (r.searched_us > r.initial_us) {  // never slower than where it started
+            say(fmt::format("final check: the searched plan ({:.1f} us) is slower than the initial scheme ({:.1f} us)",
+                            r.searched_us, r.initial_us));
+            r.kept = Kept::initial;
+            r.final_us = r.initial_us;
+        }
+        if (opt_.cost_model_plan) {
+            SearchResult m = opt_.cost_model_plan(g_);
+            // Timed unless it is a plan timed already.
+            const bool searched = same_plan(m.plan, r.plan), initial = !searched && same_plan(m.plan, initial_);
+            r.cost_model_us = searched ? r.searched_us : initial ? r.initial_us : ev_.plan(g_, m.plan).us;
+            report("final check", 2, count, r.initial_us - std::min(r.final_us, r.cost_model_us));
+            const std::string what = fmt::format("the cost-model plan ({:.1f} us{})", r.cost_model_us,
+                                                 searched  ? ", the searched plan"
+                                                 : initial ? ", the initial scheme"
+                                                           : "");
+            const char* other = kept_name(r.kept);
+            say(fmt::format("final check: {} is {} the {} ({:.1f} us)", what,
+                            r.cost_model_us < r.final_us ? "faster than" : "not faster than", other, r.final_us));
+            if (r.cost_model_us < r.final_us) {
+                r.kept = Kept::cost_model;
+                r.final_us = r.cost_model_us;
+                r.plan = std::move(m.plan);
+                r.choices = std::move(m.choices);
+            }
+            r.cost_model_moves = std::move(m.moves);
+            r.cost_model_times = std::move(m.times);
+        }
+        if (r.kept == Kept::initial) {
+            r.plan = initial_;
+            r.choices = {};
+        }
+        say(fmt::format("final check: keeping the {} ({:.1f} us)", kept_name(r.kept), r.final_us));
+    }
+
     void say(const std::string& s) const {
         if (opt_.progress) opt_.progress(s);
     }

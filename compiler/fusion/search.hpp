@@ -14,12 +14,17 @@
 // their reward (recent gain per sample and best time, times occurrences), each a
 // neighbour of the best config so far or an unmeasured one; the search stops at
 // the budget, when every config is measured, or after 3 rounds without a gain.
-// A final check keeps the result only when the whole plan is not slower than the
-// initial scheme's.
+// The final check times the searched plan as a whole and, when SearchOptions::cost_model_plan
+// is set, the plan the offline cost model makes (--tune off's, made at this point so the
+// segment times measured by then inform it; not timed again when it is the searched plan or
+// the initial scheme). It keeps the fastest of the searched plan, the initial scheme and the
+// cost-model plan: the initial scheme only when the searched plan is slower, the cost-model
+// plan only when it is faster than both. Stage 1 takes a move only when it pays alone, so
+// moves that pay only together (each within the noise) come from the cost-model plan.
 // The budget bounds the whole search, its whole-plan timings included: a stage takes its
 // next step (a stage-1 move, a stage-2 sample) only while there is time for a step as long
-// as the longest so far and for the whole-plan timings left (the final check, and the one
-// after stage 1 when asked for), each estimated as long as the initial scheme's took
+// as the longest so far and for the whole-plan timings left (the final check's one or two,
+// and the one after stage 1 when asked for), each estimated as long as the initial scheme's took
 // (Timing::cost_s when the evaluator knows it, else as long as its call took). Only the
 // search's first step, whose length nothing foretells, can run past the budget.
 #pragma once
@@ -74,6 +79,8 @@ struct SearchProgress {
     double reserve_s = 0;        // of the budget, kept for the whole-plan timings still to come
 };
 
+struct SearchResult;
+
 struct SearchOptions {
     bool stage1 = true, stage2 = true;
     double min_gain = 0.02;  // a stage-1 move must save at least this fraction
@@ -84,7 +91,11 @@ struct SearchOptions {
     // by the evaluator replaces it.
     double budget_s = std::numeric_limits<double>::infinity();
     bool time_stage1 = true;  // time the whole plan after stage 1 too (a report; the final check needs only the others)
-    int sweep = 0;            // after stage 2, time every config of this many of its costliest kernels (a report)
+    // The search the offline cost model makes of g (what --tune off compiles), asked for at the
+    // final check; its plan competes there with the searched plan and the initial scheme (empty:
+    // no cost-model plan).
+    std::function<SearchResult(const ir::Graph&)> cost_model_plan;
+    int sweep = 0;  // after stage 2, time every config of this many of its costliest kernels (a report)
     unsigned seed = 1;
     std::function<void(const std::string&)> progress;  // one line per step of the search
     std::function<void(const SearchProgress&)> on_progress;
@@ -121,14 +132,26 @@ struct SweepRecord {  // one kernel signature of the sweep
     double stage2_us = 0, best_us = 0;
 };
 
+// Which plan the final check kept.
+enum class Kept { searched, initial, cost_model };
+const char* kept_name(Kept k);  // "searched plan", "initial scheme", "cost-model plan"
+
 struct SearchResult {
-    FusionPlan plan;
-    Choices choices;
+    FusionPlan plan;  // the plan kept
+    Choices choices;  // its decisions
     std::vector<MoveRecord> moves;
     std::vector<SegmentRecord> kernels;
-    std::vector<SweepRecord> sweep;                      // SearchOptions::sweep's kernels, costliest first
-    double initial_us = 0, stage1_us = 0, final_us = 0;  // whole plan, per the evaluator (stage1_us NaN: not timed)
-    bool kept = true;                                    // false: the final check kept the initial scheme
+    std::vector<SweepRecord> sweep;  // SearchOptions::sweep's kernels, costliest first
+    // Whole plans, per the evaluator: the initial scheme, after stage 1 (NaN: not timed), the
+    // searched plan (after stage 2) and the cost-model plan (NaN: none) at the final check, and
+    // the plan kept (the fastest of them).
+    double initial_us = 0, stage1_us = 0, searched_us = 0, final_us = 0;
+    double cost_model_us = std::numeric_limits<double>::quiet_NaN();
+    Kept kept = Kept::searched;
+    // The cost-model plan's search (SearchOptions::cost_model_plan): its moves and its segments'
+    // times by segment_signature + "#" + config, what the plan records for its segments when it is kept.
+    std::vector<MoveRecord> cost_model_moves;
+    std::map<std::string, Timing> cost_model_times;
     int evaluations = 0;
     bool budget_spent = false;            // stopped at SearchOptions::budget_s before the search was done
     double whole_plan_s = 0;              // the estimated cost of one whole-plan timing (the budget's reserve per timing)

@@ -55,6 +55,8 @@ public:
     const CacheIdentity& identity() const { return identity_; }
     // Writes the measurements to the tuning cache.
     void save_cache();
+    // The tuning cache: its records as loaded and every time measured since.
+    const TuneCache& cache() const { return *cache_; }
 
 private:
     std::string key_of(const ir::Graph& g, const fusion::Segment& s) const;        // its time's key (config included)

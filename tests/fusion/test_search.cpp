@@ -13,6 +13,7 @@
 #include "tool_run.hpp"
 #include "zoo_model.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -217,9 +218,137 @@ TEST_CASE("search: the final check keeps the initial scheme when the whole plan 
     } ev;
     const fusion::SearchResult r = fusion::search(g, ev, {});
     CHECK(only_move(r).taken);
-    CHECK(!r.kept);
+    CHECK(r.kept == fusion::Kept::initial);
     CHECK(r.plan.segments.size() == 2);
     CHECK(r.final_us == r.initial_us);
+    CHECK(r.searched_us == 30.0);
+    CHECK(std::isnan(r.cost_model_us));
+}
+
+namespace {
+
+// Segments alone say the GEMM with the residual does not pay (15 us, as the GEMM and the Add
+// kernel apart); the whole plan, measured together, takes `one_kernel` us when it is one kernel.
+class Together final : public fusion::Evaluator {
+public:
+    explicit Together(double one_kernel) : one_kernel_(one_kernel) {}
+    fusion::Timing segment(const ir::Graph&, const fusion::FusionPlan&, const Segment& s) override {
+        return {s.kind == SegmentKind::gemm ? (s.nodes.size() > 1 ? 15.0 : 10.0) : 5.0, 0};
+    }
+    fusion::Timing plan(const ir::Graph& g, const fusion::FusionPlan& p) override {
+        ++plans;
+        return p.segments.size() == 1 ? fusion::Timing{one_kernel_, 0} : fusion::Evaluator::plan(g, p);
+    }
+    const char* source() const override { return "measured"; }
+    int plans = 0;
+
+private:
+    double one_kernel_;
+};
+
+// The cost model's search, on an oracle that finds the GEMM with the residual cheap (11 us)
+// or, with `cheap` false, as dear as the Together oracle does.
+std::function<fusion::SearchResult(const ir::Graph&)> cost_model_plan(bool cheap) {
+    return [cheap](const ir::Graph& g) {
+        Oracle model([cheap](const ir::Graph&, const Segment& s) {
+            return s.kind == SegmentKind::gemm ? (s.nodes.size() > 1 ? (cheap ? 11.0 : 15.0) : 10.0) : 5.0;
+        });
+        fusion::SearchOptions opt;
+        opt.stage2 = false;
+        return fusion::search(g, model, opt);
+    };
+}
+
+bool said(const std::vector<std::string>& lines, const std::string& what) {
+    return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(what) != std::string::npos; });
+}
+
+}  // namespace
+
+TEST_CASE("search: the final check keeps the cost-model plan only when it is faster as a whole", "[cpu][fusion]") {
+    std::mt19937_64 rng = test::make_rng();
+    const ir::Graph g = pipelined(gemm_residual_norm(rng, false));
+    const bool faster = GENERATE(true, false);
+    INFO("the cost-model plan (one kernel) is " << (faster ? "faster" : "slower") << " as a whole");
+    Together ev(faster ? 9.0 : 20.0);
+    std::vector<std::string> lines;
+    fusion::SearchOptions opt;
+    opt.stage2 = false;
+    opt.time_stage1 = false;  // as --tune fast
+    opt.cost_model_plan = cost_model_plan(true);
+    opt.progress = [&](const std::string& l) { lines.push_back(l); };
+    const fusion::SearchResult r = fusion::search(g, ev, opt);
+    INFO(fmt::format("{}", fmt::join(lines, "\n")));
+    CHECK_FALSE(only_move(r).taken);  // the search alone keeps two kernels
+    REQUIRE(r.cost_model_moves.size() == 1);
+    CHECK(r.cost_model_moves.front().taken);
+    CHECK(ev.plans == 3);  // the initial scheme, the searched plan, the cost-model plan
+    CHECK(r.initial_us == 15.0);
+    CHECK(r.searched_us == 15.0);
+    CHECK(r.cost_model_us == (faster ? 9.0 : 20.0));
+    if (faster) {
+        CHECK(r.kept == fusion::Kept::cost_model);
+        CHECK(r.plan.segments.size() == 1);
+        CHECK(r.final_us == 9.0);
+        CHECK(r.choices == cost_model_plan(true)(g).choices);
+        CHECK(r.choices != fusion::Choices{});
+        CHECK(said(lines, "final check: the cost-model plan (9.0 us) is faster than the searched plan (15.0 us)"));
+        CHECK(said(lines, "final check: keeping the cost-model plan (9.0 us)"));
+    } else {
+        CHECK(r.kept == fusion::Kept::searched);
+        CHECK(r.plan.segments.size() == 2);
+        CHECK(r.final_us == 15.0);
+        CHECK(r.choices == fusion::Choices{});
+        CHECK(said(lines, "final check: the cost-model plan (20.0 us) is not faster than the searched plan (15.0 us)"));
+        CHECK(said(lines, "final check: keeping the searched plan (15.0 us)"));
+    }
+}
+
+TEST_CASE("search: a cost-model plan that is the searched plan is not timed again", "[cpu][fusion]") {
+    std::mt19937_64 rng = test::make_rng();
+    const ir::Graph g = pipelined(gemm_residual_norm(rng, false));
+    Together ev(9.0);
+    std::vector<std::string> lines;
+    fusion::SearchOptions opt;
+    opt.stage2 = false;
+    opt.time_stage1 = false;                       // as --tune fast
+    opt.cost_model_plan = cost_model_plan(false);  // it too keeps two kernels
+    opt.progress = [&](const std::string& l) { lines.push_back(l); };
+    const fusion::SearchResult r = fusion::search(g, ev, opt);
+    CHECK(ev.plans == 2);
+    CHECK(r.kept == fusion::Kept::searched);
+    CHECK(r.cost_model_us == r.searched_us);
+    CHECK(said(lines, "the cost-model plan (15.0 us, the searched plan) is not faster"));
+}
+
+TEST_CASE("compile: a kept cost-model plan's segments are recorded as the cost model's", "[cpu][fusion]") {
+    std::mt19937_64 rng = test::make_rng();
+    const std::string bytes = gemm_residual_norm(rng, false);
+    const bool faster = GENERATE(true, false);
+    INFO("the cost-model plan is " << (faster ? "faster" : "slower") << " as a whole");
+    ir::Graph g = import_onnx_bytes(bytes, "", "sample");
+    Together ev(faster ? 9.0 : 20.0);
+    CompileOptions opt = test::compile_options(Precision::fp32);
+    opt.search.stage2 = false;
+    opt.search.time_stage1 = false;
+    opt.search.cost_model_plan = cost_model_plan(true);
+    opt.evaluator = &ev;
+    const plan::Plan p = compile_model(g, opt);
+    std::vector<const plan::SegmentInfo*> steps;
+    for (const plan::SegmentInfo& s : p.segments)
+        if (s.kind != "view") steps.push_back(&s);
+    if (faster) {
+        REQUIRE(steps.size() == 1);
+        CHECK(steps[0]->source == "model");
+        CHECK(steps[0]->time_us == 11.0f);  // the cost model's time, not the searched plan's
+        CHECK(steps[0]->moves.find("seize") != std::string::npos);
+    } else {
+        REQUIRE(steps.size() == 2);
+        for (const plan::SegmentInfo* s : steps) {
+            CHECK(s->source == "measured");
+            CHECK(s->moves.empty());
+        }
+    }
 }
 
 TEST_CASE("search: with the offline cost model every zoo model reaches the fused scheme's steps", "[cpu][fusion]") {
@@ -234,7 +363,7 @@ TEST_CASE("search: with the offline cost model every zoo model reaches the fused
         };
         CHECK(steps(r.plan) == steps(fusion::fused_scheme(g)));
         CHECK(r.final_us < r.initial_us);
-        CHECK(r.kept);
+        CHECK(r.kept == fusion::Kept::searched);
     }
 }
 
@@ -321,12 +450,21 @@ TEST_CASE("search: the budget covers the whole-plan timings; the stages stop in 
     private:
         bool in_plan_ = false;
     } ev;
-    // --tune fast (the final check after stage 2) and full (also a whole-plan timing after stage 1).
+    // --tune fast (the final check after stage 2) and full (also a whole-plan timing after
+    // stage 1), each with and without a cost-model plan to time at the final check.
     const bool time_stage1 = GENERATE(false, true);
-    INFO("time_stage1 " << time_stage1);
-    const int timings = time_stage1 ? 3 : 2;
+    const bool cost_model = GENERATE(false, true);
+    INFO("time_stage1 " << time_stage1 << ", cost-model plan " << cost_model);
+    const int timings = 2 + time_stage1 + cost_model;
     fusion::SearchOptions opt;
     opt.time_stage1 = time_stage1;
+    if (cost_model)  // a plan that is neither the initial scheme nor the searched one (a config of neither)
+        opt.cost_model_plan = [](const ir::Graph& gr) {
+            fusion::SearchResult m;
+            m.plan = fusion::initial_scheme(gr);
+            m.plan.segments.front().config.block = 1024;
+            return m;
+        };
     opt.clock = [&] { return ev.clock; };
     std::vector<fusion::SearchProgress> reports;
     opt.on_progress = [&](const fusion::SearchProgress& p) { reports.push_back(p); };
@@ -358,7 +496,8 @@ TEST_CASE("search: the budget covers the whole-plan timings; the stages stop in 
         reports.clear();
         const fusion::SearchResult cut = fusion::search(g, ev, opt);
         CHECK(cut.budget_spent);
-        CHECK(ev.plans >= 2);  // the initial scheme and the final check, the one after stage 1 when time allows
+        // The initial scheme and the final check's, the one after stage 1 when time allows.
+        CHECK(ev.plans >= 2 + cost_model);
         CHECK(ev.plans <= timings);
         CHECK(std::isfinite(cut.final_us));
         CHECK(ev.clock <= budget);
@@ -367,7 +506,7 @@ TEST_CASE("search: the budget covers the whole-plan timings; the stages stop in 
         CHECK(reports.back().reserve_s == 0);  // the final check's own report
         for (const fusion::SearchProgress& p : reports) {
             if (std::string(p.stage) == "stage 1") CHECK(p.reserve_s == 10 * (timings - 1));
-            if (std::string(p.stage) == "stage 2") CHECK(p.reserve_s == 10);
+            if (std::string(p.stage) == "stage 2") CHECK(p.reserve_s == 10 * (1 + cost_model));
         }
     }
 }
