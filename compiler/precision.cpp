@@ -1,5 +1,6 @@
 #include "precision.hpp"
 
+#include "parallel.hpp"
 #include "stof/error.hpp"
 
 #include <algorithm>
@@ -36,9 +37,23 @@ DType plan_dtype(DType t, Precision p) { return is_float(t) ? float_dtype(p) : t
 
 Tensor to_plan_precision(const Tensor& t, Precision p) {
     const DType to = plan_dtype(t.dtype, p);
-    if (to != DType::f16) return cast(t, to);
+    if (to != DType::f16 && !(to == DType::bf16 && t.dtype == DType::f32)) return cast(t, to);
     Tensor out(to, t.shape);
-    for (int64_t i = 0; i < t.numel(); ++i) {
+    const int64_t n = t.numel();
+    if (t.dtype == DType::f32) {  // model weights: element by element on every core
+        const float* in = t.data<float>();
+        uint16_t* o = out.data<uint16_t>();
+        parallel_chunks(n, [&](size_t, int64_t begin, int64_t end) {
+            if (to == DType::bf16) {
+                for (int64_t i = begin; i < end; ++i) o[i] = f32_to_bf16(in[i]);
+            } else {
+                for (int64_t i = begin; i < end; ++i)
+                    o[i] = f32_to_f16(std::isfinite(in[i]) ? std::clamp(in[i], -65504.f, 65504.f) : in[i]);
+            }
+        });
+        return out;
+    }
+    for (int64_t i = 0; i < n; ++i) {
         double v = t.get_f64(i);
         if (std::isfinite(v)) v = std::min(std::max(v, -65504.0), 65504.0);
         out.set_f64(i, v);
