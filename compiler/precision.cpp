@@ -40,17 +40,25 @@ Tensor to_plan_precision(const Tensor& t, Precision p) {
     if (to != DType::f16 && !(to == DType::bf16 && t.dtype == DType::f32)) return cast(t, to);
     Tensor out(to, t.shape);
     const int64_t n = t.numel();
-    if (t.dtype == DType::f32) {  // model weights: element by element on every core
+    if (t.dtype == DType::f32) {  // model weights: a typed loop, tensors of several chunks on several cores
         const float* in = t.data<float>();
         uint16_t* o = out.data<uint16_t>();
-        parallel_chunks(n, [&](size_t, int64_t begin, int64_t end) {
+        auto convert = [&](int64_t begin, int64_t end) {
             if (to == DType::bf16) {
                 for (int64_t i = begin; i < end; ++i) o[i] = f32_to_bf16(in[i]);
             } else {
                 for (int64_t i = begin; i < end; ++i)
                     o[i] = f32_to_f16(std::isfinite(in[i]) ? std::clamp(in[i], -65504.f, 65504.f) : in[i]);
             }
-        });
+        };
+        constexpr int64_t kChunk = int64_t{1} << 20;  // elements per task (milliseconds of work)
+        const int64_t tasks = (n + kChunk - 1) / kChunk;
+        if (tasks <= 1) convert(0, n);
+        else
+            parallel_for(static_cast<size_t>(tasks), [&](size_t k) {
+                const int64_t begin = static_cast<int64_t>(k) * kChunk;
+                convert(begin, std::min(n, begin + kChunk));
+            });
         return out;
     }
     for (int64_t i = 0; i < n; ++i) {
