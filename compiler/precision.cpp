@@ -4,6 +4,7 @@
 #include "stof/error.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 namespace stof {
@@ -35,37 +36,42 @@ DType float_dtype(Precision p) {
 
 DType plan_dtype(DType t, Precision p) { return is_float(t) ? float_dtype(p) : t; }
 
-Tensor to_plan_precision(const Tensor& t, Precision p) {
+Tensor to_plan_precision(const Tensor& t, Precision p, int64_t* clamped) {
     const DType to = plan_dtype(t.dtype, p);
-    if (to != DType::f16 && !(to == DType::bf16 && t.dtype == DType::f32)) return cast(t, to);
+    if (clamped) *clamped = 0;
+    const bool f32 = t.dtype == DType::f32;
+    if (to != DType::f16 && !(f32 && to == DType::bf16)) return cast(t, to);
     Tensor out(to, t.shape);
     const int64_t n = t.numel();
-    if (t.dtype == DType::f32) {  // model weights: a typed loop, tensors of several chunks on several cores
-        const float* in = t.data<float>();
+    std::atomic<int64_t> beyond{0};
+    // Elements [begin, end) of t, into out.
+    auto convert = [&](size_t, int64_t begin, int64_t end) {
         uint16_t* o = out.data<uint16_t>();
-        auto convert = [&](int64_t begin, int64_t end) {
-            if (to == DType::bf16) {
-                for (int64_t i = begin; i < end; ++i) o[i] = f32_to_bf16(in[i]);
-            } else {
-                for (int64_t i = begin; i < end; ++i)
-                    o[i] = f32_to_f16(std::isfinite(in[i]) ? std::clamp(in[i], -65504.f, 65504.f) : in[i]);
+        int64_t c = 0;
+        if (f32 && to == DType::bf16) {
+            const float* in = t.data<float>();
+            for (int64_t i = begin; i < end; ++i) o[i] = f32_to_bf16(in[i]);
+        } else if (f32) {
+            const float* in = t.data<float>();
+            for (int64_t i = begin; i < end; ++i) {
+                const bool beyond_range = std::isfinite(in[i]) && std::fabs(in[i]) > 65504.f;
+                c += beyond_range;
+                o[i] = f32_to_f16(beyond_range ? std::copysign(65504.f, in[i]) : in[i]);
             }
-        };
-        constexpr int64_t kChunk = int64_t{1} << 20;  // elements per task (milliseconds of work)
-        const int64_t tasks = (n + kChunk - 1) / kChunk;
-        if (tasks <= 1) convert(0, n);
-        else
-            parallel_for(static_cast<size_t>(tasks), [&](size_t k) {
-                const int64_t begin = static_cast<int64_t>(k) * kChunk;
-                convert(begin, std::min(n, begin + kChunk));
-            });
-        return out;
-    }
-    for (int64_t i = 0; i < n; ++i) {
-        double v = t.get_f64(i);
-        if (std::isfinite(v)) v = std::min(std::max(v, -65504.0), 65504.0);
-        out.set_f64(i, v);
-    }
+        } else {
+            for (int64_t i = begin; i < end; ++i) {
+                const double x = t.get_f64(i);
+                const bool beyond_range = std::isfinite(x) && std::fabs(x) > 65504.0;
+                c += beyond_range;
+                out.set_f64(i, beyond_range ? std::copysign(65504.0, x) : x);
+            }
+        }
+        beyond += c;
+    };
+    // Large weights on several cores; small ones inline, without starting threads.
+    if (n < (int64_t{1} << 20)) convert(0, 0, n);
+    else parallel_chunks(n, convert);
+    if (clamped) *clamped = beyond;
     return out;
 }
 

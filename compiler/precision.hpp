@@ -20,7 +20,8 @@ DType float_dtype(Precision p);
 // The type a tensor of type t is stored in.
 DType plan_dtype(DType t, Precision p);
 // t converted to plan_dtype. Finite values beyond the fp16 range are clamped to
-// ±65504 (exporters write -3.4e38 for "minus infinity" in masks).
-Tensor to_plan_precision(const Tensor& t, Precision p);
+// ±65504 (exporters write -3.4e38 for "minus infinity" in masks); *clamped (when given)
+// gets how many.
+Tensor to_plan_precision(const Tensor& t, Precision p, int64_t* clamped = nullptr);
 
 }  // namespace stof

@@ -4,6 +4,8 @@
 #include "stof/error.hpp"
 #include "stof/plan_format.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -97,7 +99,13 @@ int32_t LowerState::tensor(ir::ValueId v) {
         if (placeholder_weights && is_float(dt) &&
             static_cast<uint64_t>(val.data->numel()) * dtype_size(dt) >= kPlaceholderMinBytes)
             t = add_placeholder(*val.data, dt, val.name);
-        else t = add_weight(to_plan_precision(*val.data, precision), val.name);
+        else {
+            int64_t clamped = 0;
+            t = add_weight(to_plan_precision(*val.data, precision, &clamped), val.name);
+            if (clamped > 0)
+                spdlog::info("weight '{}': {} of {} values beyond fp16's range clamped to ±65504", val.name, clamped,
+                             val.data->numel());
+        }
     }
     STOF_CHECK(t >= 0, "internal: value '{}' has no storage in the plan", val.name);
     return t;

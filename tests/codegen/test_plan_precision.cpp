@@ -1,7 +1,7 @@
 // Weights at the plan's precision (to_plan_precision): fp32 weights go to fp16 with finite
 // values clamped to ±65504 (infinities and NaN kept) and to bf16 rounded to nearest even,
 // large tensors on several cores; the result equals the element-wise conversion of the same
-// values given as fp64 (the generic path).
+// values given as fp64 (the generic path), and the clamped values are counted.
 #include "catch.hpp"
 #include "precision.hpp"
 #include "stof/dtype.hpp"
@@ -51,7 +51,8 @@ TEST_CASE("plan precision: fp32 weights to fp16 and bf16 match the element-wise 
     const Tensor w64 = cast(w, DType::f64);  // the same values through the generic path
     for (Precision p : {Precision::fp16, Precision::bf16}) {
         INFO(precision_name(p) << ", " << n << " elements");
-        const Tensor fast = to_plan_precision(w, p), generic = to_plan_precision(w64, p);
+        int64_t clamped = -1, clamped64 = -1;
+        const Tensor fast = to_plan_precision(w, p, &clamped), generic = to_plan_precision(w64, p, &clamped64);
         REQUIRE(fast.dtype == float_dtype(p));
         REQUIRE(fast.shape == w.shape);
         REQUIRE(generic.dtype == fast.dtype);
@@ -66,6 +67,11 @@ TEST_CASE("plan precision: fp32 weights to fp16 and bf16 match the element-wise 
             mismatches += a[i] != want || b[i] != want;
         }
         CHECK(mismatches == 0);
+        // The finite values beyond ±65504 are counted (none for bf16, whose range is fp32's).
+        int64_t beyond = 0;
+        for (int64_t i = 0; i < n; ++i) beyond += std::isfinite(x[i]) && std::fabs(x[i]) > 65504.f;
+        CHECK(clamped == (p == Precision::fp16 ? beyond : 0));
+        CHECK(clamped64 == clamped);
         if (p == Precision::fp16) {  // no finite weight becomes infinite; infinities and NaN stay
             int64_t bad = 0;
             for (int64_t i = 0; i < n; ++i) {
