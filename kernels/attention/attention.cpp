@@ -72,6 +72,7 @@ AttnParams make_params(const AttentionArgs& a) {
     p.words_per_tile = (a.mask.tile_m / 8) * (a.mask.tile_n / 8);
     p.mask_batch = a.mask.mask_batch;
     p.mask_heads = a.mask.mask_heads;
+    p.fill3 = a.mask.fill3;
     p.key_valid = a.key_valid;
     p.kv_words = (a.seq_k + 63) / 64;
     p.bias = a.bias;

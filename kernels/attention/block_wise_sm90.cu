@@ -114,16 +114,22 @@ cudaError_t launch_block_wise_sm90(const AttnParams& p, ElemType e, int head_dim
     TensorMaps m;
     if (refusal(p, e, head_dim, m)) return cudaErrorNotSupported;
     const bool bf16 = e == ElemType::bf16;
-    // Three consumer warpgroups at head dim 64 with 64-row mask tiles when their larger work
-    // items still give every multiprocessor one; two otherwise (more, smaller items).
+    // Three consumer warpgroups with 64-row mask tiles when their larger work items still give
+    // every multiprocessor one, at head dim 128 only when the three tile rows of an item list
+    // nearly the same tiles (dense, causal: a consumer skipping tiles of the item's list
+    // stalls the 3-stage ring); two otherwise (more, smaller items).
     int dev = 0, sms = 0;
     cudaError_t err = cudaGetDevice(&dev);
     if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (err != cudaSuccess) return err;
     constexpr int BM3 = Sm90Traits<64, 3>::BM;
     const int64_t items3 = static_cast<int64_t>((p.seq_q + BM3 - 1) / BM3) * p.heads * p.batch;
-    if (head_dim == 64 && p.tile_m == 64 && items3 >= sms)
-        return bf16 ? launch<__nv_bfloat16, 64, 3>(p, m, sms, stream) : launch<__half, 64, 3>(p, m, sms, stream);
+    constexpr float kMinFill128 = 0.85f;  // SparseMaskView::fill3 that takes three consumers at D 128
+    if (p.tile_m == 64 && items3 >= sms && (head_dim == 64 || p.fill3 >= kMinFill128)) {
+        if (head_dim == 64)
+            return bf16 ? launch<__nv_bfloat16, 64, 3>(p, m, sms, stream) : launch<__half, 64, 3>(p, m, sms, stream);
+        return bf16 ? launch<__nv_bfloat16, 128, 3>(p, m, sms, stream) : launch<__half, 128, 3>(p, m, sms, stream);
+    }
     if (head_dim == 64)
         return bf16 ? launch<__nv_bfloat16, 64, 2>(p, m, sms, stream) : launch<__half, 64, 2>(p, m, sms, stream);
     return bf16 ? launch<__nv_bfloat16, 128, 2>(p, m, sms, stream) : launch<__half, 128, 2>(p, m, sms, stream);

@@ -41,14 +41,17 @@
 
 namespace stof::kernels::attn {
 
-// C consumer warpgroups (2, or 3 at D = 64 with 64-row mask tiles), 64 query rows each.
+// C consumer warpgroups (2 or 3; 3 with 64-row mask tiles), 64 query rows each.
 template <int D, int C> struct Sm90Traits {
     static_assert(D == 64 || D == 128, "block-wise sm90 attention: head_dim must be 64 or 128");
-    static_assert(C == 2 || (C == 3 && D == 64), "block-wise sm90 attention: 2 consumers, or 3 at head_dim 64");
+    static_assert(C == 2 || C == 3, "block-wise sm90 attention: 2 or 3 consumers");
     static constexpr int BM = 64 * C;  // query rows per CTA
     static constexpr int BN = 64;      // key columns per tile (mask tile_n)
     static constexpr int THREADS = 128 * (C + 1);
-    static constexpr int STAGES = D == 64 ? 6 : 4;
+    static constexpr int STAGES = D == 64 ? 6 : C == 2 ? 4 : 3;
+    // S = Q K^T reads Q from the shared Q tile (wgmma A from shared memory) instead of
+    // registers where 160 registers per consumer thread leave no room for it (D = 128, C = 3).
+    static constexpr bool Q_SHARED = D == 128 && C == 3;
     static constexpr int BOXES = D / 64;        // 128-byte swizzle boxes per tile row
     static constexpr int BOX_BYTES = 64 * 128;  // 64 rows x 64 elements
     static constexpr int TILE_BYTES = BOXES * BOX_BYTES;
@@ -57,7 +60,7 @@ template <int D, int C> struct Sm90Traits {
     static constexpr int V_OFFSET = K_OFFSET + STAGES * TILE_BYTES;
     // mbarriers: q_full[2], q_empty[2], full_k[STAGES], full_v[STAGES], empty[STAGES]
     static constexpr int BAR_OFFSET = V_OFFSET + STAGES * TILE_BYTES;
-    static constexpr int INFO_OFFSET = BAR_OFFSET + 8 * (4 + 3 * STAGES);
+    static constexpr int INFO_OFFSET = BAR_OFFSET + (8 * (4 + 3 * STAGES) + 15) / 16 * 16;
     // Per stage, the bitmaps of the tile's partial 64-row parts: consumer w's at 512 * w.
     static constexpr int BITMAP_BYTES = 512 * C;
     static constexpr int BITMAP_OFFSET = INFO_OFFSET + 32 * STAGES;
@@ -237,7 +240,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
     float sl = 1.f;         // the scale the softmax folds into its exponent
     float o[D / 2];
     float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};
-    uint32_t qf[D / 16][4];  // this warp's Q rows as wgmma A fragments, k-step kk: columns 16kk..16kk+15
+    uint32_t qf[Tr::Q_SHARED ? 1 : D / 16][4];  // this warp's Q rows as wgmma A fragments, k-step kk: columns 16kk..16kk+15
 
     // Waits for the stages in order from (s, phase), releasing tiles this consumer's row does
     // not list: 1 at a listed tile (s, phase name it; not released), 0 at the end of the
@@ -267,7 +270,10 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
             const uint32_t off = (kk >> 2) * BOX + (kk & 3) * 32;
-            sm90::Wgmma<T>::template rs_n64<0>(sc, qf[kk], sm90::desc_advance(dk, off), kk > 0);
+            if constexpr (Tr::Q_SHARED)
+                sm90::Wgmma<T>::ss_n64(sc, sm90::desc_advance(sm90::desc_sw128(qs, 16, 1024), off), sm90::desc_advance(dk, off),
+                                       kk > 0);
+            else sm90::Wgmma<T>::template rs_n64<0>(sc, qf[kk], sm90::desc_advance(dk, off), kk > 0);
         }
         sm90::wgmma_commit();
         sm90::fence_regs(sc);
@@ -407,7 +413,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
         // Q fragments, read once from the swizzled Q tile: S = Q K^T then streams only K
         // from shared memory.
         sm90::mbar_wait(q_full(qb), (n >> 1) & 1);
-        {
+        if constexpr (!Tr::Q_SHARED) {
             const int r = 16 * wq + (lane & 15);
 #pragma unroll
             for (int kk = 0; kk < D / 16; ++kk) {

@@ -118,7 +118,8 @@ __device__ __forceinline__ uint64_t desc_advance(uint64_t desc, uint32_t offset)
 }
 
 // wgmma for T = __half or __nv_bfloat16, fp32 accumulators, d = (accumulate ? d : 0) + A B:
-//   rs_n64, rs_n128: A (64 x 16, registers) * B (16 x N, shared; TransB 0: K-major, 1: N-major).
+//   rs_n64, rs_n128: A (64 x 16, registers) * B (16 x N, shared; TransB 0: K-major, 1: N-major);
+//   ss_n64: A (64 x 16, shared, K-major) * B (16 x 64, shared, K-major).
 template <typename T> struct Wgmma;
 
 // The members of Wgmma<T>, TY its PTX element type.
@@ -136,6 +137,20 @@ template <typename T> struct Wgmma;
               "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),     \
               "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])                   \
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(TransB));                          \
+    }                                                                                                                     \
+                                                                                                                          \
+    static __device__ __forceinline__ void ss_n64(float(&d)[32], uint64_t a, uint64_t b, int accumulate) {                \
+        asm volatile(                                                                                                     \
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                                  \
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY                                                       \
+            " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                    \
+            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "                           \
+            "%32, %33, p, 1, 1, 0, 0;\n}\n"                                                                               \
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), \
+              "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),      \
+              "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),     \
+              "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])                   \
+            : "l"(a), "l"(b), "r"(accumulate));                                                                           \
     }                                                                                                                     \
                                                                                                                           \
     template <int TransB>                                                                                                 \

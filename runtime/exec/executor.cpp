@@ -217,6 +217,7 @@ void Executor::upload_masks() {
         v.tile_n = m.tile_n;
         v.mask_batch = m.mask_batch;
         v.mask_heads = m.mask_heads;
+        v.fill3 = static_cast<float>(grouped_row_fill(m, 3));
         mask_views_.push_back(v);
         o += 4;
     }

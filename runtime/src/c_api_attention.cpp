@@ -87,6 +87,7 @@ stof::kernels::SparseMaskView upload_arrays(const stof::SparseMask& m, void** bu
     v.tile_n = m.tile_n;
     v.mask_batch = m.mask_batch;
     v.mask_heads = m.mask_heads;
+    v.fill3 = static_cast<float>(stof::grouped_row_fill(m, 3));
     return v;
 }
 

@@ -232,9 +232,9 @@ TEST_CASE("attention: the Hopper kernel at S = 4096", "[gpu][kernels][attention]
             }
 }
 
-// More work items (query block of 128 rows, or 192 at D 64, head, batch) than
+// More work items (query block of 128 rows, or 192 with three consumers, head, batch) than
 // multiprocessors: the Hopper kernel's persistent CTAs each run several items, carrying the
-// K/V ring and the Q double buffer across items.
+// K/V ring and the Q double buffer across items (three consumers at D 128 for the dense mask).
 TEST_CASE("attention: the Hopper kernel with several work items per CTA", "[gpu][kernels][attention]") {
     STOF_REQUIRE_GPU();
     if (!stof::kernels::attention_sm90_available(64)) {
@@ -244,8 +244,8 @@ TEST_CASE("attention: the Hopper kernel with several work items per CTA", "[gpu]
     auto rng = make_rng();
     const int S = 1000;  // 8 query blocks, the last one partial
     for (const std::string& fam : mask_families())
-        for (const auto& [D, dt] :
-             {std::pair{64, ElemType::f16}, std::pair{64, ElemType::bf16}, std::pair{128, ElemType::bf16}}) {
+        for (const auto& [D, dt] : {std::pair{64, ElemType::f16}, std::pair{64, ElemType::bf16}, std::pair{128, ElemType::f16},
+                                    std::pair{128, ElemType::bf16}}) {
             AttentionCase c;
             c.batch = 2;
             c.heads = 48;

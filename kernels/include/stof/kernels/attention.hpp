@@ -27,6 +27,7 @@ struct SparseMaskView {
     const int32_t* bitmap_idx = nullptr;
     const uint64_t* bitmaps = nullptr;
     int32_t rows = 0, cols = 0, tile_m = 64, tile_n = 64, mask_batch = 1, mask_heads = 1;
+    float fill3 = 0.f;  // stof::grouped_row_fill(mask, 3); 0 when not known
 };
 
 // A strided 4-D tensor [batch, heads, seq, head_dim]; strides in elements, the
