@@ -175,10 +175,12 @@ SparseMaskStats mask_stats(const SparseMask& m) {
 double grouped_row_fill(const SparseMask& m, int32_t group) {
     const int32_t trows = m.tile_rows();
     std::vector<int64_t> seen(static_cast<size_t>(m.tile_cols()), -1);  // the last group that listed the column
-    int64_t listed = 0, unioned = 0, gid = 0;
+    int64_t listed = 0, area = 0, gid = 0;
     for (int32_t p = 0; p < m.patterns(); ++p)
-        for (int32_t r0 = 0; r0 < trows; r0 += group, ++gid)
-            for (int32_t tr = r0; tr < std::min(trows, r0 + group); ++tr) {
+        for (int32_t r0 = 0; r0 < trows; r0 += group, ++gid) {
+            const int32_t r1 = std::min(trows, r0 + group);
+            int64_t unioned = 0;
+            for (int32_t tr = r0; tr < r1; ++tr) {
                 const size_t base = static_cast<size_t>(p) * (trows + 1) + tr;
                 for (int32_t t = m.row_ptr[base]; t < m.row_ptr[base + 1]; ++t) {
                     int64_t& s = seen[static_cast<size_t>(m.col_idx[static_cast<size_t>(t)])];
@@ -187,7 +189,9 @@ double grouped_row_fill(const SparseMask& m, int32_t group) {
                     ++listed;
                 }
             }
-    return unioned > 0 ? static_cast<double>(listed) / (static_cast<double>(group) * unioned) : 0.0;
+            area += (r1 - r0) * unioned;
+        }
+    return area > 0 ? static_cast<double>(listed) / static_cast<double>(area) : 0.0;
 }
 
 std::vector<uint8_t> to_dense(const SparseMask& m, int32_t p) {

@@ -73,8 +73,9 @@ struct SparseMaskStats {
 SparseMaskStats mask_stats(const SparseMask& m);
 
 // How alike the lists of `group` consecutive tile rows are (rows 0..group-1, group..2group-1,
-// ... of every pattern): tiles listed / (group x tiles in the union of the group's lists),
-// 1 when every row of each group lists the same tiles; 0 for a mask that lists none.
+// ... of every pattern): tiles listed / the sum over groups of (rows in the group x tiles in
+// the union of its lists); 1 when the rows of each group list the same tiles, 0 for a mask
+// that lists none.
 double grouped_row_fill(const SparseMask& m, int32_t group);
 
 // The dense reference: keep(i, j) for pattern p as a rows × cols row-major byte array.
