@@ -1,7 +1,7 @@
 // Block-wise sparse attention for Hopper (sm_90a): TMA, wgmma, warp specialisation.
 //
-// Work items are (64 C query rows, head, batch), C = 2 consumers, or 3 at head dim 64 with
-// 64-row mask tiles; in groups of heads whose K and V fit in L2 and, within a group,
+// Work items are (64 C query rows, head, batch), C = 2 consumers, or 3 with 64-row mask
+// tiles (the launcher's choice); in groups of heads whose K and V fit in L2 and, within a group,
 // heaviest query blocks first as far as the first mask pattern's first and last tile rows
 // tell (see `late_first`); a persistent grid of at most one CTA per multiprocessor takes
 // items c, c + gridDim.x, ... A CTA has C + 1 warpgroups:
@@ -15,8 +15,8 @@
 //     The ring runs on across items, so the next item's tiles load while the consumers
 //     finish the current one.
 //   warpgroups 1..C: the consumers; consumer w owns query rows 64w..64w+63 (its mask
-//     tile row), its Q rows in registers. Per tile: S = Q K^T (wgmma, Q from registers, K
-//     from shared memory), scale, bias, mask (only when the tile is partial or holds invalid
+//     tile row), its Q rows in registers (in its Q tile when Tr::Q_SHARED). Per tile:
+//     S = Q K^T (wgmma, K from shared memory), scale, bias, mask (only when the tile is partial or holds invalid
 //     keys; full tiles run no mask code), online softmax in the log2 domain, then
 //     O += P V (wgmma, P from registers, V from shared memory); a tile its own row does not
 //     list is released untouched. The MMAs are pipelined within a consumer: QK^T of its
