@@ -69,7 +69,11 @@ template <int D, int C> struct Sm90Traits {
     // Registers per thread after setmaxnreg: the producer warpgroup gives what the consumers take.
     static constexpr int PRODUCER_REGS = C == 2 ? 40 : 24;
     static constexpr int CONSUMER_REGS = C == 2 ? 232 : 160;
-    static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * CONSUMER_THREADS <= 65536, "block-wise sm90 attention: registers");
+    // setmaxnreg moves registers within what the CTA got at launch (65536 / THREADS per
+    // thread, in multiples of 8): a consumer asking for more would wait forever.
+    static constexpr int LAUNCH_REGS = 65536 / THREADS / 8 * 8;
+    static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * CONSUMER_THREADS <= LAUNCH_REGS * THREADS,
+                  "block-wise sm90 attention: registers");
     static_assert(SMEM_BYTES <= 227 * 1024, "block-wise sm90 attention: shared memory");
     static_assert(BITMAP_OFFSET % 16 == 0, "block-wise sm90 attention: bulk copies need 16-byte alignment");
 };

@@ -52,7 +52,7 @@ struct AttentionArgs {
     int64_t bias_stride_h = 0, bias_stride_s = 0;
     // Block-wise kernel only: query rows per CTA, 64 or 128 (128 also walks two 64-row
     // mask tile rows at once); 0 picks by problem size. A tile_m = 128 mask needs 128.
-    // block_wise_sm90 always takes 128 rows per CTA; block_m = 64 makes it run block_wise.
+    // block_wise_sm90 picks 128 or 192 rows per CTA itself; block_m = 64 makes it run block_wise.
     int32_t block_m = 0;
 };
 
