@@ -103,7 +103,11 @@ void run_compile(const CompileArgs& a) {
     STOF_CHECK(a.shape_buckets >= 1 && a.shape_buckets <= plan::kMaxBucketsPerDoubling, "--shape-buckets {}: take 1..{}",
                a.shape_buckets, plan::kMaxBucketsPerDoubling);
     ir::Graph g = import_onnx_file(a.model);
-    spdlog::info("imported {}: {} nodes, opset {}", a.model, g.nodes.size(), g.opset);
+    size_t weight_bytes = 0;
+    for (const ir::Value& v : g.values)
+        if (v.data) weight_bytes += v.data->bytes.size();
+    spdlog::info("imported {}: {} nodes, opset {}, {:.1f} MB of constants", a.model, g.nodes.size(), g.opset,
+                 static_cast<double>(weight_bytes) / 1e6);
     CompileOptions opt;
     opt.pipeline.pass.input_shapes = shapes.fixed;
     if (a.shapes.empty()) {

@@ -1,6 +1,7 @@
 #include "onnx/onnx_tensor.hpp"
 
 #include "stof/error.hpp"
+#include "stof/memory_limit.hpp"
 #include "stof/regular_file.hpp"
 
 #include <algorithm>
@@ -39,7 +40,8 @@ int64_t parse_count(const std::string& text, const std::string& what) {
     return v;
 }
 
-std::string read_external(const onnx::TensorProto& t, const std::string& base_dir, size_t expected) {
+// Reads the tensor's `expected` bytes of external data into dst (resized to them).
+void read_external(const onnx::TensorProto& t, const std::string& base_dir, size_t expected, std::vector<uint8_t>& dst) {
     const std::string what = "initializer '" + t.name() + "'";
     std::string location;
     int64_t offset = 0, length = -1;
@@ -73,7 +75,9 @@ std::string read_external(const onnx::TensorProto& t, const std::string& base_di
         const RegularFile in(file.string(), "external data file");
         STOF_CHECK(static_cast<uint64_t>(offset) + static_cast<uint64_t>(length) <= in.size(),
                    "external data file '{}' is too short ({} bytes, needs {})", file.string(), in.size(), offset + length);
-        return in.read(static_cast<uint64_t>(offset), static_cast<uint64_t>(length));
+        check_memory(static_cast<uint64_t>(length), fmt::format("reading external data file '{}'", file.string()));
+        dst.resize(static_cast<size_t>(length));
+        in.read_into(dst.data(), static_cast<uint64_t>(offset), static_cast<uint64_t>(length));
     } catch (const Error& e) {
         STOF_FAIL("{}: {}", what, e.what());
     }
@@ -99,8 +103,7 @@ Tensor tensor_from_onnx(const onnx::TensorProto& t, const std::string& base_dir)
     out.dtype = dtype;
     out.shape = shape;
     if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-        const std::string bytes = read_external(t, base_dir, nbytes);
-        out.bytes.assign(bytes.begin(), bytes.end());
+        read_external(t, base_dir, nbytes, out.bytes);
     } else if (t.has_raw_data()) {
         STOF_CHECK(t.raw_data().size() == nbytes, "{}: raw data has {} bytes but {}{} needs {}", what, t.raw_data().size(),
                    dtype_name(dtype), shape_str(shape), nbytes);
