@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <string_view>
 #include <vector>
 
 namespace stof::plan {
@@ -168,8 +169,28 @@ struct Bytes {
     size_t size;
 };
 
+// A plan file: the header and section table, then each section's payload after the zero
+// padding that aligns it (views into the caller's sections).
+struct Assembled {
+    std::string head;
+    std::vector<std::string_view> body;
+
+    // head + body, in the order of the file.
+    std::vector<std::string_view> parts() const {
+        std::vector<std::string_view> all{head};
+        all.insert(all.end(), body.begin(), body.end());
+        return all;
+    }
+    std::string join() const {
+        std::string out;
+        for (const std::string_view part : parts()) out.append(part);
+        return out;
+    }
+};
+
 // Header, section table and the payloads in the given order.
-std::string assemble(const std::vector<Bytes>& sections) {
+Assembled assemble(const std::vector<Bytes>& sections) {
+    static constexpr char kZeros[kSectionAlignment] = {};
     const uint64_t table_end = kHeaderBytes + sections.size() * kSectionEntryBytes;
     std::vector<uint64_t> offsets(sections.size());
     uint64_t end = table_end;
@@ -178,41 +199,55 @@ std::string assemble(const std::vector<Bytes>& sections) {
         end = offsets[i] + sections[i].size;
     }
 
-    std::string out(end, '\0');
+    Assembled a;
+    std::string& out = a.head;
+    out.assign(table_end, '\0');
     std::memcpy(out.data(), kMagic, sizeof(kMagic));
     put_u32(out, 8, kFormatVersion);
     std::strncpy(out.data() + kVersionFieldOffset, kVersion, kVersionFieldBytes - 1);
     put_u32(out, 44, static_cast<uint32_t>(sections.size()));
     put_u64(out, 48, end);
+    uint64_t at = table_end;
     for (size_t i = 0; i < sections.size(); ++i) {
         const size_t e = kHeaderBytes + i * kSectionEntryBytes;
         std::strncpy(out.data() + e, sections[i].name.c_str(), kSectionNameBytes - 1);
         put_u64(out, e + 16, offsets[i]);
         put_u64(out, e + 24, sections[i].size);
         put_u32(out, e + 32, checksum(sections[i].data, sections[i].size));
-        if (sections[i].size) std::memcpy(out.data() + offsets[i], sections[i].data, sections[i].size);
+        a.body.emplace_back(kZeros, offsets[i] - at);
+        a.body.emplace_back(static_cast<const char*>(sections[i].data), sections[i].size);
+        at = offsets[i] + sections[i].size;
     }
     uint32_t crc = checksum(out.data(), kCrcCoveredHeaderBytes);
     crc = checksum(out.data() + kHeaderBytes, table_end - kHeaderBytes, crc);
     put_u32(out, 56, crc);
-    return out;
+    return a;
 }
 
-std::string serialize_static(const Plan& p, bool with_weights) {
-    const std::string payloads[kSectionCount - 1] = {encode_meta(p.meta), encode_tensors(p),  encode_kernels(p),
-                                                     encode_masks(p),     encode_schedule(p), encode_segments(p)};
-    std::vector<Bytes> sections;
-    for (size_t i = 0; i + 1 < kSectionCount; ++i)
-        sections.push_back({kSectionNames[i], payloads[i].data(), payloads[i].size()});
+// The sections of a static plan (weights only `with_weights`); `list` points into the
+// payloads held here.
+struct StaticSections {
+    std::string payloads[kSectionCount - 1];
     Encoder placeholders;
-    if (p.has_placeholders()) {
-        placeholders.u64(p.placeholder_end);
-        placeholders.array(p.placeholders, "placeholder weights");
-        sections.push_back({kPlaceholdersSection, placeholders.bytes.data(), placeholders.bytes.size()});
+    std::vector<Bytes> list;
+
+    StaticSections(const Plan& p, bool with_weights)
+        : payloads{encode_meta(p.meta), encode_tensors(p),  encode_kernels(p),
+                   encode_masks(p),     encode_schedule(p), encode_segments(p)} {
+        for (size_t i = 0; i + 1 < kSectionCount; ++i)
+            list.push_back({kSectionNames[i], payloads[i].data(), payloads[i].size()});
+        if (p.has_placeholders()) {
+            placeholders.u64(p.placeholder_end);
+            placeholders.array(p.placeholders, "placeholder weights");
+            list.push_back({kPlaceholdersSection, placeholders.bytes.data(), placeholders.bytes.size()});
+        }
+        list.push_back({kSectionNames[kSectionCount - 1], p.weights.data(), with_weights ? p.weights.size() : 0});
     }
-    sections.push_back({kSectionNames[kSectionCount - 1], p.weights.data(), with_weights ? p.weights.size() : 0});
-    return assemble(sections);
-}
+    StaticSections(const StaticSections&) = delete;
+    StaticSections& operator=(const StaticSections&) = delete;
+};
+
+std::string serialize_static(const Plan& p, bool with_weights) { return assemble(StaticSections(p, with_weights).list).join(); }
 
 // Sections meta, shapes, bucket.0 .. bucket.N-1; a bucket whose weights equal an earlier
 // bucket's stores none and names that bucket.
@@ -244,7 +279,7 @@ std::string serialize_ranged(const Plan& p) {
                                    {kShapesSection, e.bytes.data(), e.bytes.size()}};
     for (size_t b = 0; b < bodies.size(); ++b)
         sections.push_back({kBucketSectionPrefix + std::to_string(b), bodies[b].data(), bodies[b].size()});
-    return assemble(sections);
+    return assemble(sections).join();
 }
 
 }  // namespace
@@ -253,8 +288,13 @@ std::string serialize_plan(const Plan& p) { return p.ranged() ? serialize_ranged
 
 void write_plan(const Plan& p, const std::string& path) {
     validate(p);
-    const std::string bytes = serialize_plan(p);
-    write_file_atomically(path, bytes, "plan file");
+    if (p.ranged()) {
+        write_file_atomically(path, serialize_ranged(p), "plan file");
+        return;
+    }
+    // Streamed from the plan's own buffers: the weights are not copied into one string first.
+    const StaticSections sections(p, true);
+    write_file_atomically(path, assemble(sections.list).parts(), "plan file");
 }
 
 }  // namespace stof::plan

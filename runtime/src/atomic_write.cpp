@@ -14,14 +14,16 @@ namespace stof {
 
 namespace {
 
-// Writes all of `bytes` to fd; errno of the failure, or 0.
-int write_all(int fd, const std::string& bytes) {
-    size_t done = 0;
-    while (done < bytes.size()) {
-        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return n < 0 ? errno : ENOSPC;
-        done += static_cast<size_t>(n);
+// Writes all of `parts` to fd in order; errno of the failure, or 0.
+int write_all(int fd, const std::vector<std::string_view>& parts) {
+    for (const std::string_view bytes : parts) {
+        size_t done = 0;
+        while (done < bytes.size()) {
+            const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return n < 0 ? errno : ENOSPC;
+            done += static_cast<size_t>(n);
+        }
     }
     return 0;
 }
@@ -29,6 +31,10 @@ int write_all(int fd, const std::string& bytes) {
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::string& bytes, const std::string& what) {
+    write_file_atomically(path, std::vector<std::string_view>{bytes}, what);
+}
+
+void write_file_atomically(const std::string& path, const std::vector<std::string_view>& parts, const std::string& what) {
     namespace fs = std::filesystem;
     const fs::path target(path);
     const std::string dir = target.has_parent_path() ? target.parent_path().string() : std::string(".");
@@ -39,7 +45,7 @@ void write_file_atomically(const std::string& path, const std::string& bytes, co
     const bool unnamed = fd >= 0;
     if (!unnamed) fd = ::open(named.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     STOF_CHECK(fd >= 0, "cannot write {} '{}': {}", what, path, std::strerror(errno));
-    int err = write_all(fd, bytes);
+    int err = write_all(fd, parts);
     if (err == 0 && unnamed) {
         const std::string proc = fmt::format("/proc/self/fd/{}", fd);
         ::unlink(named.c_str());

@@ -13,6 +13,7 @@
 #include "plan/plan_writer.hpp"
 #include "runtime/sample_plan.hpp"
 #include "stof/plan_format.hpp"
+#include "stof/regular_file.hpp"
 #include "stof/version.hpp"
 #include "test_util.hpp"
 
@@ -361,6 +362,7 @@ TEST_CASE("a hand-built plan survives serialize and parse field by field", "[cpu
     std::filesystem::create_directories(dir);
     const std::string path = (dir / "sample.plan").string();
     plan::write_plan(p, path);
+    CHECK(read_regular_file(path, "plan file") == bytes);  // write_plan streams exactly serialize_plan's bytes
     check_same(p, plan::read_plan(path));
     test::require_error([&] { plan::read_plan((dir / "absent.plan").string()); }, "does not exist");
 }

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace stof {
 
@@ -10,5 +12,7 @@ namespace stof {
 // where the file system has none, a named temporary removed on failure) that is
 // then renamed over `path`. A stof::Error naming `what` and the reason on failure.
 void write_file_atomically(const std::string& path, const std::string& bytes, const std::string& what);
+// The same for the concatenation of `parts`, written one after the other.
+void write_file_atomically(const std::string& path, const std::vector<std::string_view>& parts, const std::string& what);
 
 }  // namespace stof
