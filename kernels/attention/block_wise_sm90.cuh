@@ -1,9 +1,9 @@
 // Block-wise sparse attention for Hopper (sm_90a): TMA, wgmma, warp specialisation.
 //
 // Work items are (64 C query rows, head, batch), C = 2 consumers, or 3 with 64-row mask
-// tiles (the launcher's choice); in groups of heads whose K and V fit in L2 and, within a group,
-// heaviest query blocks first as far as the first mask pattern's first and last tile rows
-// tell (see `late_first`); a persistent grid of at most one CTA per multiprocessor takes
+// tiles (the launcher's choice); in groups of heads whose K and V fit in L2 and, within a
+// group, heaviest query blocks first as far as the first mask pattern's first and last tile
+// rows tell (see `late_first`); a persistent grid of at most one CTA per multiprocessor takes
 // items c, c + gridDim.x, ... A CTA has C + 1 warpgroups:
 //   warpgroup 0, one thread: the producer. Per item it loads the Q tile into one of two
 //     buffers (once the O of item n - 2 has left it), walks the listed 64-column key tiles
@@ -16,10 +16,10 @@
 //     finish the current one.
 //   warpgroups 1..C: the consumers; consumer w owns query rows 64w..64w+63 (its mask
 //     tile row), its Q rows in registers (in its Q tile when Tr::Q_SHARED). Per tile:
-//     S = Q K^T (wgmma, K from shared memory), scale, bias, mask (only when the tile is partial or holds invalid
-//     keys; full tiles run no mask code), online softmax in the log2 domain, then
-//     O += P V (wgmma, P from registers, V from shared memory); a tile its own row does not
-//     list is released untouched. The MMAs are pipelined within a consumer: QK^T of its
+//     S = Q K^T (wgmma, K from shared memory), scale, bias, mask (only when the tile is
+//     partial or holds invalid keys; full tiles run no mask code), online softmax in the
+//     log2 domain, then O += P V (wgmma, P from registers, V from shared memory); a tile its
+//     own row does not list is released untouched. The MMAs are pipelined within a consumer: QK^T of its
 //     next tile is issued before PV of the current one, and its softmax runs while PV does.
 //     O / l goes back through the item's Q tile and a tensor store.
 // Registers move from the producer warpgroup to the consumers by setmaxnreg (Sm90Traits).
@@ -244,7 +244,8 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
     float sl = 1.f;         // the scale the softmax folds into its exponent
     float o[D / 2];
     float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.f, 0.f};
-    uint32_t qf[Tr::Q_SHARED ? 1 : D / 16][4];  // this warp's Q rows as wgmma A fragments, k-step kk: columns 16kk..16kk+15
+    // This warp's Q rows as wgmma A fragments, k-step kk: columns 16kk..16kk+15 (unused when Tr::Q_SHARED).
+    uint32_t qf[Tr::Q_SHARED ? 1 : D / 16][4];
 
     // Waits for the stages in order from (s, phase), releasing tiles this consumer's row does
     // not list: 1 at a listed tile (s, phase name it; not released), 0 at the end of the
