@@ -32,6 +32,16 @@ void strided_copy(const Tensor& src, Tensor& dst, int64_t base, const std::vecto
     }
 }
 
+// dst [cols, rows] = src [rows, cols] transposed, in 64 x 64 blocks that stay in cache on
+// both sides (a weight stored [out, in] is folded this way at compile time).
+template <class E> void transpose_2d(const E* src, E* dst, int64_t rows, int64_t cols) {
+    constexpr int64_t kBlock = 64;
+    for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
+        for (int64_t c0 = 0; c0 < cols; c0 += kBlock)
+            for (int64_t c = c0; c < std::min(cols, c0 + kBlock); ++c)
+                for (int64_t r = r0; r < std::min(rows, r0 + kBlock); ++r) dst[c * rows + r] = src[r * cols + c];
+}
+
 int64_t clamp(int64_t v, int64_t lo, int64_t hi) { return std::min(std::max(v, lo), hi); }
 
 struct SliceAxis {
@@ -208,6 +218,16 @@ std::vector<Tensor> eval_Transpose(const Node& n, const Inputs& in, const Types&
     std::vector<int64_t> stride;
     for (int64_t p : perm) stride.push_back(st[static_cast<size_t>(p)]);
     Tensor r(out[0].dtype, out[0].shape);
+    const Shape& sh = in[0]->shape;
+    if (perm == std::vector<int64_t>{1, 0}) {
+        switch (dtype_size(r.dtype)) {
+            case 1: transpose_2d(in[0]->data<uint8_t>(), r.data<uint8_t>(), sh[0], sh[1]); return {r};
+            case 2: transpose_2d(in[0]->data<uint16_t>(), r.data<uint16_t>(), sh[0], sh[1]); return {r};
+            case 4: transpose_2d(in[0]->data<uint32_t>(), r.data<uint32_t>(), sh[0], sh[1]); return {r};
+            case 8: transpose_2d(in[0]->data<uint64_t>(), r.data<uint64_t>(), sh[0], sh[1]); return {r};
+            default: break;
+        }
+    }
     strided_copy(*in[0], r, 0, stride);
     return {r};
 }

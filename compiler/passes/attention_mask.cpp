@@ -89,6 +89,7 @@ public:
         eliminate_dead_code(sub_, {});
         PassOptions shapes;
         shapes.fold_limit = opt.fold_limit;
+        shapes.transpose_fold_limit = opt.transpose_fold_limit;
         infer_shapes(sub_, shapes);
         out_name_ = g.value(out).name;
         input_name_ = input == ir::kNoValue ? "" : g.value(input).name;

@@ -6,8 +6,8 @@
 namespace stof::passes {
 
 void infer_shapes(ir::Graph& g, const PassOptions& opt) {
-    const int64_t max_fold = opt.fold_limit;
     for (ir::Node& n : g.nodes) {
+        const int64_t max_fold = n.op == ir::Op::Transpose ? opt.transpose_fold_limit : opt.fold_limit;
         if (n.op == ir::Op::CastLike) {  // the target type is known now: a plain Cast
             STOF_CHECK(n.inputs.size() == 2 && n.inputs[1] != ir::kNoValue && g.value(n.inputs[1]).shape_known,
                        "{}: the type of the second input is unknown", n.label());

@@ -25,8 +25,12 @@ struct PassOptions {
     // sparse kernels and why); compile_model records it in the plan's notes.
     std::function<void(const std::string&)> note;
     // The largest value (elements) infer-shapes computes at compile time; bigger
-    // results stay run-time work (and masks are then classified from their ops).
+    // results stay run-time work (and masks are then classified from their ops). A
+    // Transpose of a constant (a weight stored [out, in], a tied embedding) folds up to
+    // transpose_fold_limit: it is no larger than the constant it reads, and left unfolded
+    // it would be a full pass over the weight and an arena buffer of its size every run.
     int64_t fold_limit = int64_t{1} << 24;
+    int64_t transpose_fold_limit = int64_t{1} << 31;
 };
 
 namespace passes {

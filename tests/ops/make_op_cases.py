@@ -397,6 +397,7 @@ def layout(d):
     yield unary_case("Transpose_0213_op13", "Transpose", 13, d.f(2, 3, 4, 5), perm=[0, 2, 1, 3])
     yield unary_case("Transpose_201_op13", "Transpose", 13, d.f(2, 3, 4), perm=[2, 0, 1])
     yield unary_case("Transpose_2d_i64_op13", "Transpose", 13, d.i64(3, 5), perm=[1, 0])
+    yield unary_case("Transpose_2d_f32_op13", "Transpose", 13, d.f(70, 130), perm=[1, 0])
 
     for opset in (13, 21):
         for tag, axes in {"0": [0], "neg1": [-1], "1_3": [1, 3], "neg_unsorted": [-1, 0]}.items():

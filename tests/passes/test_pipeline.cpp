@@ -116,3 +116,28 @@ TEST_CASE("shape inference reports invalid models by node", "[cpu][passes]") {
     ir::Graph h = import_onnx_bytes(c.bytes(), "", "m");
     test::require_error([&] { run_pipeline(h, {}); }, "Add node 'add': shapes cannot be broadcast together ([2,3] and [4])");
 }
+
+TEST_CASE("a Transpose of a constant folds past fold_limit; other ops of that size stay run-time work", "[cpu][passes]") {
+    auto rng = test::make_rng();
+    const Tensor w = test::random_tensor(DType::f32, {12, 20}, rng);  // 240 elements
+    OnnxBuilder b;
+    b.input("x", kF32, {int64_t{12}, int64_t{3}});
+    b.initializer("w", w);
+    b.node("Transpose", {"w"}, {"wt"}, "transpose");
+    b.node("Neg", {"w"}, {"wn"}, "neg");
+    b.node("MatMul", {"wt", "x"}, {"y"}, "matmul");
+    b.output("y").output("wn");
+    ir::Graph g = import_onnx_bytes(b.bytes(), "", "m");
+    PassOptions opt;
+    opt.fold_limit = 64;
+    passes::bind_inputs(g, opt);
+    passes::infer_shapes(g, opt);
+    const ir::Value& wt = g.value(g.find_value("wt"));
+    REQUIRE(wt.data);
+    for (int64_t i = 0; i < 12; ++i)
+        for (int64_t j = 0; j < 20; ++j) CHECK(wt.data->get_f64(j * 12 + i) == w.get_f64(i * 20 + j));
+    CHECK(!g.value(g.find_value("wn")).data);
+    opt.transpose_fold_limit = 64;
+    passes::infer_shapes(g, opt);
+    CHECK(!g.value(g.find_value("wt")).data);
+}
