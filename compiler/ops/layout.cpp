@@ -217,19 +217,18 @@ std::vector<Tensor> eval_Transpose(const Node& n, const Inputs& in, const Types&
     const std::vector<int64_t> st = strides_of(in[0]->shape);
     std::vector<int64_t> stride;
     for (int64_t p : perm) stride.push_back(st[static_cast<size_t>(p)]);
-    Tensor r(out[0].dtype, out[0].shape);
+    std::vector<Tensor> res;  // filled in place: a folded weight is not copied
+    Tensor& r = res.emplace_back(out[0].dtype, out[0].shape);
     const Shape& sh = in[0]->shape;
-    if (perm == std::vector<int64_t>{1, 0}) {
-        switch (dtype_size(r.dtype)) {
-            case 1: transpose_2d(in[0]->data<uint8_t>(), r.data<uint8_t>(), sh[0], sh[1]); return {r};
-            case 2: transpose_2d(in[0]->data<uint16_t>(), r.data<uint16_t>(), sh[0], sh[1]); return {r};
-            case 4: transpose_2d(in[0]->data<uint32_t>(), r.data<uint32_t>(), sh[0], sh[1]); return {r};
-            case 8: transpose_2d(in[0]->data<uint64_t>(), r.data<uint64_t>(), sh[0], sh[1]); return {r};
-            default: break;
-        }
+    const bool two_d = perm == std::vector<int64_t>{1, 0};
+    switch (two_d ? dtype_size(r.dtype) : 0) {
+        case 1: transpose_2d(in[0]->data<uint8_t>(), r.data<uint8_t>(), sh[0], sh[1]); break;
+        case 2: transpose_2d(in[0]->data<uint16_t>(), r.data<uint16_t>(), sh[0], sh[1]); break;
+        case 4: transpose_2d(in[0]->data<uint32_t>(), r.data<uint32_t>(), sh[0], sh[1]); break;
+        case 8: transpose_2d(in[0]->data<uint64_t>(), r.data<uint64_t>(), sh[0], sh[1]); break;
+        default: strided_copy(*in[0], r, 0, stride);
     }
-    strided_copy(*in[0], r, 0, stride);
-    return {r};
+    return res;
 }
 
 std::vector<TensorType> infer_Slice(const Node& n, const std::vector<InferInput>& in) {
