@@ -173,6 +173,7 @@ SparseMaskStats mask_stats(const SparseMask& m) {
 }
 
 double grouped_row_fill(const SparseMask& m, int32_t group) {
+    if (m.row_ptr.empty()) return 0.0;  // a run-time mask's shape only (plan::MaskEntry::runtime)
     const int32_t trows = m.tile_rows();
     std::vector<int64_t> seen(static_cast<size_t>(m.tile_cols()), -1);  // the last group that listed the column
     int64_t listed = 0, area = 0, gid = 0;

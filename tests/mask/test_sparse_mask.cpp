@@ -125,4 +125,8 @@ TEST_CASE("grouped_row_fill: how alike the lists of consecutive tile rows are", 
         for (int j = 0; j < 64; ++j)
             k[static_cast<size_t>(i * 64 + j)] = 1, k[static_cast<size_t>(4096 + i * 64 + j)] = i / 8 == j / 8;
     CHECK(grouped_row_fill(from_dense(k.data(), 1, 2, 64, 64, 8, 8), 3) == Catch::Approx((64.0 + 8) / (64 + 22)));
+    // A run-time mask's plan entry: its shape and tiles, no arrays.
+    SparseMask shape_only;
+    shape_only.rows = shape_only.cols = 200;
+    CHECK(grouped_row_fill(shape_only, 3) == 0.0);
 }

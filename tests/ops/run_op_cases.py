@@ -47,7 +47,8 @@ def check(case, a):
     for c in cmds:
         r = subprocess.run([str(x) for x in c], capture_output=True, text=True)
         if r.returncode != 0:
-            return f"{case.name}: {' '.join(str(x) for x in c[:2])} failed:\n{(r.stdout + r.stderr).strip()}"
+            how = f"signal {-r.returncode}" if r.returncode < 0 else f"exit code {r.returncode}"
+            return f"{case.name}: {' '.join(str(x) for x in c[:2])} failed ({how}):\n{(r.stdout + r.stderr).strip()}"
     return None
 
 

@@ -75,7 +75,7 @@ SparseMaskStats mask_stats(const SparseMask& m);
 // How alike the lists of `group` consecutive tile rows are (rows 0..group-1, group..2group-1,
 // ... of every pattern): tiles listed / the sum over groups of (rows in the group x tiles in
 // the union of its lists); 1 when the rows of each group list the same tiles, 0 for a mask
-// that lists none.
+// that lists none or has no arrays (a run-time mask's shape).
 double grouped_row_fill(const SparseMask& m, int32_t group);
 
 // The dense reference: keep(i, j) for pattern p as a rows × cols row-major byte array.
