@@ -3,7 +3,6 @@
 #include "codegen/nvrtc.hpp"
 #include "fusion/cost_model.hpp"
 #include "stof/version.hpp"
-#include "tune/output_check.hpp"
 #include "parallel.hpp"
 #include "tune/segment_graph.hpp"
 
@@ -105,11 +104,11 @@ void GpuEvaluator::prefetch(const ir::Graph& g, const fusion::FusionPlan& p, con
     });
 }
 
-const std::vector<Tensor>* GpuEvaluator::reference(const ir::Graph& g, const fusion::FusionPlan& p, const fusion::Segment& s) {
+bool GpuEvaluator::reference(const ir::Graph& g, const fusion::FusionPlan& p, const fusion::Segment& s) {
     const std::string sig = signature_of(g, s);
     auto it = references_.find(sig);
     if (it == references_.end()) {
-        std::vector<Tensor> outputs;
+        bool kept = false;
         try {
             plan::Plan unfused;
             if (auto pre = prefetched_refs_.find(sig); pre != prefetched_refs_.end()) {
@@ -120,24 +119,25 @@ const std::vector<Tensor>* GpuEvaluator::reference(const ir::Graph& g, const fus
                 const SegmentGraph sg = segment_graph(g, p, s, opt_.lower.precision);
                 unfused = codegen::lower(sg.graph, fusion::unfused_scheme(sg.graph), opt_.lower);
             }
-            Measurement m = measure(unfused, true);
-            if (m.ok) outputs = std::move(m.outputs);
-            else
+            const Measurement m = measure(unfused, {OutputUse::keep, sig});
+            kept = m.ok;
+            if (!m.ok)
                 spdlog::warn("tuning: the unfused form of {} did not run ({}); its fused forms are not used",
                              fusion::segment_kind_name(s.kind), m.error);
         } catch (const std::exception& e) {
             spdlog::warn("tuning: the unfused form of {} could not be built ({}); its fused forms are not used",
                          fusion::segment_kind_name(s.kind), e.what());
         }
-        it = references_.emplace(sig, std::move(outputs)).first;
+        it = references_.emplace(sig, kept).first;
     }
-    return it->second.empty() ? nullptr : &it->second;
+    return it->second;
 }
 
-Measurement GpuEvaluator::measure(const plan::Plan& p, bool with_outputs) {
+Measurement GpuEvaluator::measure(const plan::Plan& p, const OutputUse& outputs) {
     const Stopwatch t(stats_.measuring_s);
-    Measurement m = measurer_.measure(p, opt_.seed, with_outputs);
+    Measurement m = measurer_.measure(p, opt_.seed, outputs);
     stats_.loading_s += m.load_ms / 1e3;
+    stats_.checking_s += m.check_ms / 1e3;
     return m;
 }
 
@@ -153,25 +153,30 @@ fusion::Timing GpuEvaluator::segment(const ir::Graph& g, const fusion::FusionPla
     Measurement m;
     try {
         const plan::Plan cand = lowered(g, p, s);
-        const std::vector<Tensor>* ref = reference(g, p, s);
-        if (!ref) {
+        const OutputUse check{OutputUse::check, signature_of(g, s)};
+        if (!reference(g, p, s)) {
             ++stats_.failed;
             return kUnusable;
         }
-        m = measure(cand, true);
-        if (!m.ok) {
+        m = measure(cand, check);
+        if (m.ok && !m.checked) {
+            // The worker was restarted (a candidate crashed or hung it) and lost the reference.
+            references_.erase(check.key);
+            if (!reference(g, p, s)) {
+                ++stats_.failed;
+                return kUnusable;
+            }
+            m = measure(cand, check);
+        }
+        if (!m.ok || !m.checked) {
             ++stats_.failed;
-            spdlog::debug("tuning: {} with {} failed: {}", fusion::segment_kind_name(s.kind), s.config.str(), m.error);
+            spdlog::debug("tuning: {} with {} failed: {}", fusion::segment_kind_name(s.kind), s.config.str(),
+                          m.ok ? "the worker lost its reference again" : m.error);
             return kUnusable;
         }
-        std::string why;
-        {
-            const Stopwatch t(stats_.checking_s);
-            why = check_outputs(m.outputs, *ref);
-        }
-        if (!why.empty()) {
+        if (!m.mismatch.empty()) {
             ++stats_.rejected;
-            spdlog::debug("tuning: {} with {} rejected: {}", fusion::segment_kind_name(s.kind), s.config.str(), why);
+            spdlog::debug("tuning: {} with {} rejected: {}", fusion::segment_kind_name(s.kind), s.config.str(), m.mismatch);
             return kUnusable;
         }
     } catch (const std::exception& e) {
@@ -215,7 +220,7 @@ fusion::Timing GpuEvaluator::plan(const ir::Graph& g, const fusion::FusionPlan& 
         try {
             codegen::LowerOptions whole = opt_.lower;
             whole.jobs = 0;
-            m = measurer_.measure(codegen::lower(g, p, whole), opt_.seed, false);
+            m = measurer_.measure(codegen::lower(g, p, whole), opt_.seed);
         } catch (const std::exception& e) {
             m.error = e.what();
         }

@@ -1,7 +1,7 @@
 // The fusion search's evaluator on a live GPU: each segment (with its config) is cut
 // out of the graph (tune/segment_graph.hpp), lowered to a plan of its own and timed
 // by the measuring worker (tune/measure.hpp); before its time counts, its outputs
-// are checked (tune/output_check.hpp) against the same segment lowered unfused
+// are checked in the worker (tune/output_check.hpp) against the same segment lowered unfused
 // (every op a step of its own, fusion/fusion_plan.hpp unfused_scheme) on the same
 // inputs; a candidate that fails, crashes or hangs gets an infinite time. Times are
 // kept in the tuning cache (tune/tune_cache.hpp) and taken from it when present.
@@ -63,16 +63,18 @@ private:
     std::string signature_of(const ir::Graph& g, const fusion::Segment& s) const;  // its reference's key
     std::string plan_key(const ir::Graph& g, const fusion::FusionPlan& p) const;   // a whole plan's key
     plan::Plan lowered(const ir::Graph& g, const fusion::FusionPlan& p, const fusion::Segment& s);
-    Measurement measure(const plan::Plan& p, bool with_outputs);
-    const std::vector<Tensor>* reference(const ir::Graph& g, const fusion::FusionPlan& p, const fusion::Segment& s);
+    Measurement measure(const plan::Plan& p, const OutputUse& outputs);
+    // Has the worker keep the outputs of s's unfused form as its signature's reference (once
+    // per signature and worker); false when that form does not run.
+    bool reference(const ir::Graph& g, const fusion::FusionPlan& p, const fusion::Segment& s);
 
     GpuEvaluatorOptions opt_;
     Measurer measurer_;
     CacheIdentity identity_;
     std::unique_ptr<TuneCache> cache_;
     EvaluatorStats stats_;
-    std::map<std::string, std::string> source_;              // key → "measured" | "cache"
-    std::map<std::string, std::vector<Tensor>> references_;  // signature → outputs (empty: its reference failed)
+    std::map<std::string, std::string> source_;  // key → "measured" | "cache"
+    std::map<std::string, bool> references_;     // signature → kept by the worker (false: it failed)
     std::mutex prefetched_mutex_;
     std::map<std::string, plan::Plan> prefetched_;       // key → lowered candidate
     std::map<std::string, plan::Plan> prefetched_refs_;  // signature → lowered unfused segment

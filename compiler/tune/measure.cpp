@@ -9,7 +9,6 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -158,21 +157,16 @@ const Measurer::Device& Measurer::device() {
     return device_;
 }
 
-Measurement Measurer::measure(const plan::Plan& p, uint64_t seed, bool with_outputs) {
+Measurement Measurer::measure(const plan::Plan& p, uint64_t seed, const OutputUse& outputs) {
     Measurement m;
-    const std::string id = std::to_string(counter_++);
-    const fs::path plan_path = fs::path(dir_) / ("candidate" + id + ".plan");
-    const fs::path out_dir = fs::path(dir_) / ("outputs" + id);
+    const fs::path plan_path = fs::path(dir_) / ("candidate" + std::to_string(counter_++) + ".plan");
     try {
         plan::write_plan(p, plan_path.string());
-        if (with_outputs) fs::create_directories(out_dir);
-        const json r = call({{"op", "measure"},
-                             {"plan", plan_path.string()},
-                             {"seed", seed},
-                             {"reps", opt_.reps},
-                             {"warmup", opt_.warmup},
-                             {"outputs", with_outputs ? out_dir.string() : std::string()}},
-                            opt_.timeout_s);
+        json req = {
+            {"op", "measure"}, {"plan", plan_path.string()}, {"seed", seed}, {"reps", opt_.reps}, {"warmup", opt_.warmup}};
+        if (outputs.kind == OutputUse::keep) req["keep"] = outputs.key;
+        if (outputs.kind == OutputUse::check) req["check"] = outputs.key;
+        const json r = call(req, opt_.timeout_s);
         if (!r.value("ok", false)) {
             m.error = r.value("error", std::string("no reply"));
         } else {
@@ -181,18 +175,9 @@ Measurement Measurer::measure(const plan::Plan& p, uint64_t seed, bool with_outp
             m.spread_us = r.at("spread_us").get<double>();
             m.reps = r.at("reps").get<int>();
             m.load_ms = r.value("load_ms", 0.0);
-            const json& paths = r.at("outputs");
-            STOF_CHECK(!with_outputs || paths.size() == p.outputs.size(), "the worker returned {} outputs of {}", paths.size(),
-                       p.outputs.size());
-            for (size_t i = 0; i < paths.size(); ++i) {
-                const plan::TensorDesc& d = p.tensors[static_cast<size_t>(p.outputs[i])];
-                Tensor t(d.dtype, d.shape);
-                std::ifstream f(paths[i].get<std::string>(), std::ios::binary);
-                f.read(reinterpret_cast<char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
-                STOF_CHECK(f.gcount() == static_cast<std::streamsize>(t.bytes.size()), "output {} of the worker is truncated",
-                           i);
-                m.outputs.push_back(std::move(t));
-            }
+            m.checked = r.value("checked", false);
+            m.mismatch = r.value("mismatch", std::string());
+            m.check_ms = r.value("check_ms", 0.0);
         }
     } catch (const std::exception& e) {
         m.ok = false;
@@ -200,7 +185,6 @@ Measurement Measurer::measure(const plan::Plan& p, uint64_t seed, bool with_outp
     }
     std::error_code ec;
     fs::remove(plan_path, ec);
-    fs::remove_all(out_dir, ec);
     return m;
 }
 

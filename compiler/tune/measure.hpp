@@ -14,7 +14,10 @@
 // graph holding N copies of the plan's steps back to back (N up to 20, for about
 // 200 µs a replay): each copy pays what its steps pay inside a whole plan (launches
 // inside a graph, inputs as warm as a neighbour's fresh outputs), not a host launch.
-// The time is the median replay over N, the spread half the interquartile range.
+// The time is the median replay over N, the spread half the interquartile range. After
+// the runs the worker can keep the plan's outputs as a reference (OutputUse::keep) or
+// compare them with one it keeps (OutputUse::check, by check_outputs): outputs never leave
+// the worker. A restarted worker holds no references.
 #pragma once
 
 #include "stof/plan.hpp"
@@ -31,8 +34,15 @@ namespace stof::tune {
 struct MeasureOptions {
     int reps = 15, warmup = 3;
     double timeout_s = 30;            // one request; the worker is killed and restarted after it
-    std::string work_dir;             // plans and outputs pass through here (a fresh temporary directory when empty)
+    std::string work_dir;             // plans pass through here (a fresh temporary directory when empty)
     std::vector<std::string> worker;  // the worker's command line (default: this program, "tune-worker")
+};
+
+// What the worker does with a measured plan's outputs: nothing, keep them as the reference
+// `key` (replacing one of that key), or compare them with the reference `key`.
+struct OutputUse {
+    enum Kind { none, keep, check } kind = none;
+    std::string key;
 };
 
 struct Measurement {
@@ -40,8 +50,12 @@ struct Measurement {
     std::string error;  // why not ok: the worker's error, a crash or a timeout
     double median_us = 0, spread_us = 0;
     int reps = 0;
-    double load_ms = 0;           // the worker's time to read and load the plan
-    std::vector<Tensor> outputs;  // the plan's outputs after the runs, in plan order (when asked for)
+    double load_ms = 0;  // the worker's time to read and load the plan
+    // OutputUse::check: whether the worker held the reference (false after a restart) and,
+    // if it did, why the outputs differ from it ("" when they match), and the comparison's time.
+    bool checked = false;
+    std::string mismatch;
+    double check_ms = 0;
 };
 
 class Measurer {
@@ -51,8 +65,8 @@ public:
     Measurer(const Measurer&) = delete;
     Measurer& operator=(const Measurer&) = delete;
 
-    // Times p (validated first); with_outputs: also returns its outputs.
-    Measurement measure(const plan::Plan& p, uint64_t seed, bool with_outputs);
+    // Times p (validated first), then uses its outputs as `outputs` says.
+    Measurement measure(const plan::Plan& p, uint64_t seed, const OutputUse& outputs = {});
     // The GPU the worker runs on ("NVIDIA H100 80GB HBM3"), its SM count, driver and
     // cuBLASLt versions; starts the worker. Throws stof::Error when it has no GPU.
     struct Device {

@@ -1,9 +1,12 @@
 // `stofc tune-worker`: the measuring side of tune/measure.hpp. One JSON request a
 // line on stdin, one JSON reply a line on stdout:
 //   {"op":"device"}  → {"ok":true,"name":..,"sm_count":..,"cc":[9,0],"driver":..,"cublaslt":..}
-//   {"op":"measure","plan":PATH,"seed":N,"reps":N,"warmup":N,"outputs":DIR or ""}
-//                    → {"ok":true,"load_ms":..,"median_us":..,"spread_us":..,"reps":N,"outputs":[PATH...]}
-//                      (each output's raw bytes, in plan order)
+//   {"op":"measure","plan":PATH,"seed":N,"reps":N,"warmup":N[,"keep":KEY | "check":KEY]}
+//                    → {"ok":true,"load_ms":..,"median_us":..,"spread_us":..,"reps":N
+//                       [,"checked":BOOL,"mismatch":"..","check_ms":..]}
+//                      keep: the outputs are kept as the reference KEY; check: compared with
+//                      the reference KEY (checked false when none is kept; mismatch "" when
+//                      they match, tune/output_check.hpp)
 //   any failure      → {"ok":false,"error":"..."}
 #include "tune/measure.hpp"
 
@@ -12,6 +15,7 @@
 #include "plan/plan_reader.hpp"
 #include "stof/cuda_check.hpp"
 #include "parallel.hpp"
+#include "tune/output_check.hpp"
 
 #include <cublasLt.h>
 #include <fmt/ranges.h>
@@ -20,8 +24,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 
@@ -131,24 +133,36 @@ public:
                     {"load_ms", std::chrono::duration<double, std::milli>(t1 - t0).count()},
                     {"median_us", us[us.size() / 2]},
                     {"spread_us", (us[us.size() * 3 / 4] - us[us.size() / 4]) / 2},
-                    {"reps", reps},
-                    {"outputs", json::array()}};
-        const std::string dir = req.value("outputs", std::string());
-        if (!dir.empty())
-            for (size_t i = 0; i < p.outputs.size(); ++i) {
-                const plan::TensorDesc& d = p.tensors[static_cast<size_t>(p.outputs[i])];
-                Tensor t(d.dtype, d.shape);
-                ex.download(p.outputs[i], t.bytes.data());
-                const std::string path = (std::filesystem::path(dir) / fmt::format("out{}.bin", i)).string();
-                std::ofstream f(path, std::ios::binary | std::ios::trunc);
-                f.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
-                STOF_CHECK(f.flush(), "cannot write {}", path);
-                out["outputs"].push_back(path);
+                    {"reps", reps}};
+        const std::string keep = req.value("keep", std::string()), check = req.value("check", std::string());
+        if (!keep.empty()) {
+            references_[keep] = outputs(ex);
+        } else if (!check.empty()) {
+            auto it = references_.find(check);
+            out["checked"] = it != references_.end();
+            if (it != references_.end()) {
+                const std::vector<Tensor> got = outputs(ex);
+                const auto c0 = std::chrono::steady_clock::now();
+                out["mismatch"] = check_outputs(got, it->second);
+                out["check_ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count();
             }
+        }
         return out;
     }
 
 private:
+    // The plan's outputs after the runs, in plan order.
+    static std::vector<Tensor> outputs(exec::Executor& ex) {
+        const plan::Plan& p = ex.plan();
+        std::vector<Tensor> out;
+        for (int32_t o : p.outputs) {
+            const plan::TensorDesc& d = p.tensors[static_cast<size_t>(o)];
+            out.emplace_back(d.dtype, d.shape);
+            ex.download(o, out.back().bytes.data());
+        }
+        return out;
+    }
+
     // random_input(t, seed), kept for the next plans with the same input (a segment's candidates
     // and its reference share theirs); at most kKeptBytes are kept.
     const Tensor& input(const plan::TensorDesc& t, uint64_t seed) {
@@ -213,6 +227,7 @@ private:
     cudaEvent_t start_ = nullptr, stop_ = nullptr;
     std::map<std::string, Tensor> inputs_;
     size_t kept_bytes_ = 0;
+    std::map<std::string, std::vector<Tensor>> references_;  // OutputUse::keep's outputs by key
 };
 
 }  // namespace

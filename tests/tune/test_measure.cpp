@@ -1,6 +1,7 @@
 // The measuring worker from the outside: a worker that hangs or dies costs one
 // candidate (an error, the worker restarted), never the compiler; outputs are
-// checked against the reference. On a GPU: the real worker times a plan.
+// checked against the reference. On a GPU: the real worker times a plan and keeps
+// and checks its outputs.
 #include "gpu_tuning.hpp"
 #include "gpu_util.hpp"
 #include "onnx/import.hpp"
@@ -42,29 +43,28 @@ TEST_CASE("measuring: a hanging worker is killed after the timeout, a dying one 
         o.timeout_s = 0.5;
         tune::Measurer m(o);
         const auto t0 = std::chrono::steady_clock::now();
-        const tune::Measurement r = m.measure(copy_plan(), 1, false);
+        const tune::Measurement r = m.measure(copy_plan(), 1);
         CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 5);
         CHECK_FALSE(r.ok);
         CHECK(r.error.find("no answer within") != std::string::npos);
-        CHECK_FALSE(m.measure(copy_plan(), 1, false).ok);
+        CHECK_FALSE(m.measure(copy_plan(), 1).ok);
         CHECK(m.restarts() == 1);
     }
     {
         tune::MeasureOptions o;
         o.worker = {"/bin/sh", "-c", "read line; kill -SEGV $$"};
         tune::Measurer m(o);
-        const tune::Measurement r = m.measure(copy_plan(), 1, false);
+        const tune::Measurement r = m.measure(copy_plan(), 1);
         CHECK_FALSE(r.ok);
         CHECK(r.error.find("signal 11") != std::string::npos);
     }
     {
         tune::MeasureOptions o;
-        o.worker = {
-            "/bin/sh", "-c",
-            "while read line; do echo '{\"ok\":true,\"median_us\":5.5,\"spread_us\":0.5,\"reps\":7,\"outputs\":[]}'; done"};
+        o.worker = {"/bin/sh", "-c",
+                    "while read line; do echo '{\"ok\":true,\"median_us\":5.5,\"spread_us\":0.5,\"reps\":7}'; done"};
         tune::Measurer m(o);
         for (int i = 0; i < 3; ++i) {
-            const tune::Measurement r = m.measure(copy_plan(), 1, false);
+            const tune::Measurement r = m.measure(copy_plan(), 1);
             REQUIRE(r.ok);
             CHECK(r.median_us == 5.5);
             CHECK(r.reps == 7);
@@ -75,7 +75,7 @@ TEST_CASE("measuring: a hanging worker is killed after the timeout, a dying one 
         tune::MeasureOptions o;
         o.worker = {"/nonexistent/stofc", "tune-worker"};
         tune::Measurer m(o);
-        const tune::Measurement r = m.measure(copy_plan(), 1, false);
+        const tune::Measurement r = m.measure(copy_plan(), 1);
         CHECK_FALSE(r.ok);
         CHECK(r.error.find("/nonexistent/stofc") != std::string::npos);
         test::require_error([&] { m.device(); }, "tuning needs a GPU");
@@ -107,15 +107,22 @@ TEST_CASE("measuring on the GPU: the worker times plans, the evaluator checks an
     {
         tune::Measurer m(test::worker_options());
         CHECK(m.device().sm_count > 0);
-        const tune::Measurement r = m.measure(copy_plan(), 7, true);
+        const tune::Measurement r = m.measure(copy_plan(), 7, {tune::OutputUse::keep, "copy"});
         REQUIRE(r.ok);
         CHECK(r.median_us > 0);
-        REQUIRE(r.outputs.size() == 1);
-        CHECK(r.outputs[0].get_f64(0) >= -1);
-        CHECK(r.outputs[0].get_f64(0) <= 1);
-        const tune::Measurement again = m.measure(copy_plan(), 7, true);
-        REQUIRE(again.ok);
-        CHECK(again.outputs[0].bytes == r.outputs[0].bytes);  // the same seed, the same inputs
+        CHECK_FALSE(r.checked);
+        // The same seed, the same inputs: the outputs match the kept ones.
+        const tune::Measurement same = m.measure(copy_plan(), 7, {tune::OutputUse::check, "copy"});
+        REQUIRE(same.ok);
+        CHECK(same.checked);
+        CHECK(same.mismatch.empty());
+        const tune::Measurement other = m.measure(copy_plan(), 8, {tune::OutputUse::check, "copy"});
+        REQUIRE(other.ok);
+        CHECK(other.checked);
+        CHECK_THAT(other.mismatch, Catch::Matchers::ContainsSubstring("relative error"));
+        const tune::Measurement absent = m.measure(copy_plan(), 7, {tune::OutputUse::check, "absent"});
+        REQUIRE(absent.ok);
+        CHECK_FALSE(absent.checked);
     }
     // A small layer: x·W + r, LayerNorm, GELU; searched on the GPU at fp16.
     std::mt19937_64 rng = test::make_rng();
