@@ -100,6 +100,15 @@ TEST_CASE("measuring: outputs must match the reference within the tolerance of t
     CHECK(tune::check_outputs({half_close}, {half_ref}).empty());
     CHECK_FALSE(tune::check_outputs({half_far}, {half_ref}).empty());
     CHECK_FALSE(tune::check_outputs({cast(ref, DType::f16)}, {ref}).empty());  // dtype mismatch
+    // Each type's elements read as that type: bf16, infinities at the same places, and an
+    // f16 infinity against a finite value.
+    Tensor bf_far = cast(far, DType::bf16), bf_inf = cast(ref, DType::bf16), half_inf = cast(ref, DType::f16);
+    bf_inf.set_f64(5, INFINITY);
+    half_inf.set_f64(9, -INFINITY);
+    CHECK(tune::check_outputs({cast(close, DType::bf16)}, {cast(ref, DType::bf16)}).empty());
+    CHECK(tune::check_outputs({bf_far}, {cast(ref, DType::bf16)}).find("relative error") != std::string::npos);
+    CHECK(tune::check_outputs({bf_inf}, {bf_inf}).empty());
+    CHECK(tune::check_outputs({half_inf}, {half_ref}).find("element 9 is -inf") != std::string::npos);
 }
 
 TEST_CASE("measuring on the GPU: the worker times plans, the evaluator checks and caches segments", "[gpu][tune]") {
