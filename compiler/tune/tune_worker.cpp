@@ -14,8 +14,8 @@
 #include "exec/executor.hpp"
 #include "plan/plan_reader.hpp"
 #include "stof/cuda_check.hpp"
-#include "parallel.hpp"
 #include "tune/output_check.hpp"
+#include "tune/random_inputs.hpp"
 
 #include <cublasLt.h>
 #include <fmt/ranges.h>
@@ -32,31 +32,6 @@ namespace stof::tune {
 namespace {
 
 using nlohmann::json;
-
-// Element i of the random stream `seed` (splitmix64 of the pair): any element without the ones before it.
-uint64_t draw(uint64_t seed, uint64_t i) {
-    uint64_t z = seed * 0xD1B54A32D192ED03ull + (i + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-// Random contents for plan input t (tune/measure.hpp states the distribution).
-Tensor random_input(const plan::TensorDesc& t, uint64_t seed) {
-    Tensor x(t.dtype, t.shape);
-    const bool ints = !is_float(t.dtype) && t.dtype != DType::boolean;
-    if (ints && t.int_lo > t.int_hi) return x;  // no known range: zeros
-    const uint64_t span = ints ? static_cast<uint64_t>(t.int_hi) - static_cast<uint64_t>(t.int_lo) + 1 : 0;
-    parallel_chunks(x.numel(), [&](size_t, int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-            const uint64_t r = draw(seed, static_cast<uint64_t>(i));
-            if (is_float(t.dtype)) x.set_f64(i, static_cast<double>(r >> 11) * 0x1p-52 - 1.0);
-            else if (!ints) x.set_i64(i, static_cast<int64_t>(r & 1));
-            else x.set_i64(i, static_cast<int64_t>(static_cast<uint64_t>(t.int_lo) + (span ? r % span : r)));
-        }
-    });
-    return x;
-}
 
 // Fills the placeholder weights of ex's plan (tune/measure.hpp states the values): the first
 // kPlaceholderBlock elements of each from the host, the rest doubled on the GPU from them.
@@ -113,7 +88,7 @@ public:
         fill_placeholders(ex, seed);
         for (size_t i = 0; i < p.inputs.size(); ++i) {
             const int32_t t = p.inputs[i];
-            ex.upload(t, input(p.tensors[static_cast<size_t>(t)], seed * 1000003 + i).bytes.data());
+            ex.upload(t, inputs_.get(p.tensors[static_cast<size_t>(t)], seed * 1000003 + i).bytes.data());
         }
         const auto t1 = std::chrono::steady_clock::now();
         const int reps = std::max(1, req.at("reps").get<int>()), warmup = std::max(1, req.at("warmup").get<int>());
@@ -163,22 +138,6 @@ private:
         return out;
     }
 
-    // random_input(t, seed), kept for the next plans with the same input (a segment's candidates
-    // and its reference share theirs); at most kKeptBytes are kept.
-    const Tensor& input(const plan::TensorDesc& t, uint64_t seed) {
-        static constexpr size_t kKeptBytes = size_t{1} << 30;
-        const std::string key = fmt::format("{}|{}|{}|{}|{}", dtype_name(t.dtype), fmt::join(t.shape, "x"), t.int_lo, t.int_hi,
-                                            seed);
-        if (auto it = inputs_.find(key); it != inputs_.end()) return it->second;
-        Tensor x = random_input(t, seed);
-        if (kept_bytes_ + x.bytes.size() > kKeptBytes) {
-            inputs_.clear();
-            kept_bytes_ = 0;
-        }
-        kept_bytes_ += x.bytes.size();
-        return inputs_.emplace(key, std::move(x)).first->second;
-    }
-
     // `copies` runs of ex's steps captured into one CUDA graph.
     struct Graph {
         cudaGraph_t graph = nullptr;
@@ -225,8 +184,7 @@ private:
     }
 
     cudaEvent_t start_ = nullptr, stop_ = nullptr;
-    std::map<std::string, Tensor> inputs_;
-    size_t kept_bytes_ = 0;
+    InputCache inputs_;
     std::map<std::string, std::vector<Tensor>> references_;  // OutputUse::keep's outputs by key
 };
 
