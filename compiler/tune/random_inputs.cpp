@@ -19,7 +19,6 @@ template <class Store> void fill(int64_t n, uint64_t seed, const Store& store) {
     });
 }
 
-// r as a double uniform in [-1, 1).
 double unit(uint64_t r) { return static_cast<double>(r >> 11) * 0x1p-52 - 1.0; }
 
 }  // namespace
@@ -30,6 +29,8 @@ uint64_t draw(uint64_t seed, uint64_t i) {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
+
+double draw_unit(uint64_t seed, uint64_t i) { return unit(draw(seed, i)); }
 
 Tensor random_input(const plan::TensorDesc& t, uint64_t seed) {
     Tensor x(t.dtype, t.shape);

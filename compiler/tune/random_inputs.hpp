@@ -16,6 +16,8 @@ namespace stof::tune {
 
 // Element i of the random stream `seed` (splitmix64 of the pair).
 uint64_t draw(uint64_t seed, uint64_t i);
+// draw(seed, i) as a double uniform in [-1, 1).
+double draw_unit(uint64_t seed, uint64_t i);
 
 // Contents for a plan input described by t: floats uniform in [-1, 1] (element i from
 // draw(seed, i)), integers in [int_lo, int_hi] (zeros when int_lo > int_hi: no known

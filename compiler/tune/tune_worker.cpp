@@ -44,8 +44,7 @@ void fill_placeholders(exec::Executor& ex, uint64_t seed) {
         if (n == 0) continue;
         const uint64_t stream = codegen::fnv1a(fmt::format("{}", fmt::join(d.shape, "x")), seed);
         Tensor block(d.dtype, {std::min(n, kPlaceholderBlock)});
-        for (int64_t i = 0; i < block.numel(); ++i)
-            block.set_f64(i, (static_cast<double>(draw(stream, static_cast<uint64_t>(i)) >> 11) * 0x1p-52 - 1.0) / 32);
+        for (int64_t i = 0; i < block.numel(); ++i) block.set_f64(i, draw_unit(stream, static_cast<uint64_t>(i)) / 32);
         auto* dst = static_cast<uint8_t*>(ex.address(t));
         STOF_CUDA_CHECK(cudaMemcpyAsync(dst, block.bytes.data(), block.bytes.size(), cudaMemcpyHostToDevice, ex.stream()));
         const size_t total = d.bytes();

@@ -25,6 +25,7 @@ TEST_CASE("random inputs: element i of stream (seed, i), in range for the type",
     CHECK(tune::draw(5, 3) == tune::draw(5, 3));
     CHECK(tune::draw(5, 3) != tune::draw(5, 4));
     CHECK(tune::draw(5, 3) != tune::draw(6, 3));
+    CHECK(tune::draw_unit(5, 3) == static_cast<double>(tune::draw(5, 3) >> 11) * 0x1p-52 - 1.0);
     for (DType t : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
         INFO(dtype_name(t));
         const Tensor x = tune::random_input(desc(t, {3, 1000}), 9);
