@@ -38,6 +38,23 @@ std::string scale_coord(const std::string& c, int64_t step) {
     return fmt::format("({} * {})", c, step);
 }
 
+// N when coordinate c is the vector lane plus N (`lane_`, `(lane_ + N)` or `(lane_ - N)`,
+// as add_offset writes them), else 1 (never a multiple of a vector width above 1).
+int64_t lane_offset(const std::string& c) {
+    const std::string lane(ValueEmitter::kLane);
+    if (c == lane) return 0;
+    for (const char* op : {" + ", " - "}) {
+        const std::string head = "(" + lane + op;
+        if (c.size() > head.size() + 1 && c.compare(0, head.size(), head) == 0 && c.back() == ')') {
+            const std::string num = c.substr(head.size(), c.size() - head.size() - 1);
+            if (num.empty() || num.size() > 18 || num.find_first_not_of("0123456789") != std::string::npos) return 1;
+            const int64_t v = std::stoll(num);
+            return op[1] == '+' ? v : -v;
+        }
+    }
+    return 1;
+}
+
 // Values of a small integer constant input (axes, starts, ...).
 std::vector<int64_t> const_ints(const ir::Graph& g, const ir::Node& n, size_t k) {
     std::vector<int64_t> v;
@@ -154,31 +171,38 @@ Expr ValueEmitter::load(ir::ValueId v, const std::vector<std::string>& coords) {
     const std::string p = kb_.tensor(t, td.dtype, false);
     const std::string index = linear_index(val.shape, coords);
     std::string elem = fmt::format("{}[{}]", p, index);
-    if (vec_ > 1 && conditional_ == 0 && s == Scalar::f && lane_slope(index, kLane) == 1) {
-        auto [it, fresh] = vector_loads_.try_emplace(elem, "");
+    if (vec_ > 1 && conditional_ == static_cast<int>(guards_.size()) && s == Scalar::f && lane_slope(index, kLane) == 1) {
+        std::string guard;
+        for (const std::string& g : guards_) guard += (guard.empty() ? "" : " && ") + g;
+        auto [it, fresh] = vector_loads_.try_emplace(guard + "|" + elem, "");
         if (fresh) {
             it->second = kb_.fresh("v");
-            std::string base;  // the index at kVecStep = 0: kLane replaced by the lane's base
-            for (size_t i = 0; i < index.size();) {
-                const bool starts = index.compare(i, std::string(kLane).size(), kLane) == 0 &&
-                                    (i == 0 || !(std::isalnum(static_cast<unsigned char>(index[i - 1])) || index[i - 1] == '_'));
-                const size_t end = i + std::string(kLane).size();
-                if (starts &&
-                    (end == index.size() || !(std::isalnum(static_cast<unsigned char>(index[end])) || index[end] == '_'))) {
-                    base += "(" + lane_base_ + ")";
-                    i = end;
-                } else {
-                    base += index[i++];
-                }
-            }
             preloads_.push_back(fmt::format("alignas(16) {} {}[{}];", c_type(td.dtype), it->second, vec_));
-            preloads_.push_back(fmt::format("stof::load_vec<{}>({} + {}, {});", vec_, p, base, it->second));
+            const std::string ld = fmt::format("stof::load_vec<{}>({} + {}, {});", vec_, p, at_lane_base(index), it->second);
+            preloads_.push_back(guard.empty() ? ld : fmt::format("if ({}) {}", guard, ld));
         }
         elem = fmt::format("{}[{}]", it->second, kVecStep);
     }
     if (s == Scalar::f) return {fmt::format("stof::to_float({})", elem), s};
     if (s == Scalar::i) return {fmt::format("stof::to_int({})", elem), s};
     return {fmt::format("(stof::to_int({}) != 0)", elem), s};
+}
+
+std::string ValueEmitter::at_lane_base(const std::string& expr) const {
+    const std::string lane(kLane);
+    auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    std::string base;
+    for (size_t i = 0; i < expr.size();) {
+        const size_t end = i + lane.size();
+        if (expr.compare(i, lane.size(), lane) == 0 && (i == 0 || !word(expr[i - 1])) &&
+            (end == expr.size() || !word(expr[end]))) {
+            base += "(" + lane_base_ + ")";
+            i = end;
+        } else {
+            base += expr[i++];
+        }
+    }
+    return base;
 }
 
 Expr ValueEmitter::at(ir::ValueId v, const std::vector<std::string>& coords) {
@@ -454,14 +478,28 @@ Expr ValueEmitter::node_value(const ir::Node& n, size_t out, const std::vector<s
         case Op::Concat: {
             const auto axis = static_cast<size_t>(
                 n.attrs.i("axis", 0) < 0 ? n.attrs.i("axis", 0) + static_cast<int64_t>(os.size()) : n.attrs.i("axis", 0));
+            // Along the lane's axis, at an offset and with part boundaries that are multiples of
+            // V, every lane of a vector takes the same part: its loads stay vector loads.
+            bool uniform = vec_ > 1 && lane_offset(c[axis]) % vec_ == 0;
+            for (size_t k = 0; uniform && k < n.inputs.size(); ++k) uniform = g.value(n.inputs[k]).shape[axis] % vec_ == 0;
+            const std::string x = uniform ? at_lane_base(c[axis]) : "";
             ++conditional_;
             std::vector<std::pair<int64_t, Expr>> parts;  // (end offset, value)
             int64_t offset = 0;
-            for (ir::ValueId v : n.inputs) {
+            for (size_t k = 0; k < n.inputs.size(); ++k) {
+                const ir::ValueId v = n.inputs[k];
                 std::vector<std::string> ic = c;
                 ic[axis] = add_offset(c[axis], -offset);
-                offset += g.value(v).shape[axis];
-                parts.push_back({offset, at(v, ic)});
+                const int64_t end = offset + g.value(v).shape[axis];
+                if (uniform) {
+                    std::string cond;
+                    if (k > 0) cond = fmt::format("{} >= {}", x, offset);
+                    if (k + 1 < n.inputs.size()) cond += fmt::format("{}{} < {}", cond.empty() ? "" : " && ", x, end);
+                    guards_.push_back("(" + (cond.empty() ? std::string("true") : cond) + ")");
+                }
+                parts.push_back({end, at(v, ic)});
+                if (uniform) guards_.pop_back();
+                offset = end;
             }
             --conditional_;
             Scalar kind = parts[0].second.type;

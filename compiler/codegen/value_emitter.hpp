@@ -28,6 +28,9 @@ public:
     // (codegen/lane_slope.hpp) is then one vector load of V elements placed before
     // that loop (take_preloads()); integer subexpressions are not hoisted into
     // locals, so those loads depend only on coordinates defined before the loop.
+    // `base` is a multiple of V. Inside a branch every lane of the vector takes alike
+    // (a Concat along the lane's axis at multiples of V), such a load is a vector load
+    // guarded by that branch's condition at the base.
     static constexpr const char* kLane = "lane_";
     static constexpr const char* kVecStep = "k_";
     void set_vector(int v, std::string base) {
@@ -50,7 +53,8 @@ private:
     Expr load(ir::ValueId v, const std::vector<std::string>& coords);
     Expr node_value(const ir::Node& n, size_t out, const std::vector<std::string>& coords);
     Expr input_at(const ir::Node& n, size_t k, const std::vector<std::string>& coords_of_out, const Shape& out_shape);
-    Expr hoist(const Expr& e);  // a local when unconditional, else the parenthesised expression
+    Expr hoist(const Expr& e);                                // a local when unconditional, else the parenthesised expression
+    std::string at_lane_base(const std::string& expr) const;  // expr with kLane replaced by the lane's base
 
     LowerState& st_;
     KernelBuilder& kb_;
@@ -59,8 +63,11 @@ private:
     int conditional_ = 0;
     int vec_ = 1;
     std::string lane_base_;
+    // Conditions, at the lane's base, of the enclosing branches that every lane takes
+    // alike (each also counted in conditional_).
+    std::vector<std::string> guards_;
     std::vector<std::string> preloads_;
-    std::map<std::string, std::string> vector_loads_;  // "param[index]" → the array holding it
+    std::map<std::string, std::string> vector_loads_;  // "guard|param[index]" → the array holding it
 };
 
 // Appends to kb the vector loads and an unrolled loop over V lanes (the lane

@@ -559,6 +559,17 @@ def chains(d):
                 N("Add", ["t", "one"], ["a"]), N("Mul", ["h", "a"], ["y"])],
                {"x": d.f(2, 3, 8, scale=2)}, ["y"],
                {"half": f32(0.5), "three": f32(3.0), "cubic": f32(0.044715), "k": f32(np.sqrt(2 / np.pi)), "one": f32(1.0)})
+    # Rotary embedding as LLaMA's exports spell it: x * cos + rotate_half(x) * sin, the halves
+    # swapped by a Concat along the innermost axis (vector loads per half when the halves are
+    # multiples of the vector width: d = 16; element by element at d = 12).
+    for d_head in (16, 12):
+        h = d_head // 2
+        yield Case(f"Chain_rotary_d{d_head}_op13", "Chain", 13,
+                   [N("Slice", ["x", "s0", "e0", "ax"], ["x1"]), N("Slice", ["x", "s1", "e1", "ax"], ["x2"]),
+                    N("Neg", ["x2"], ["nx2"]), N("Concat", ["nx2", "x1"], ["r"], axis=-1), N("Mul", ["x", "cos"], ["a"]),
+                    N("Mul", ["r", "sin"], ["b"]), N("Add", ["a", "b"], ["y"])],
+                   {"x": d.f(2, 3, 5, d_head), "cos": d.f(5, d_head), "sin": d.f(5, d_head)}, ["y"],
+                   {"s0": i64(0), "e0": i64(h), "s1": i64(h), "e1": i64(d_head), "ax": i64(-1)})
     # RMSNorm as LLaMA's exports spell it: dynamo (opset 18) and TorchScript (fp32 Casts, 1 / Sqrt).
     yield Case("Chain_rmsnorm_op18", "Chain", 18,
                [N("Pow", ["x", "two"], ["sq"]), N("ReduceMean", ["sq", "axes"], ["ms"]), N("Add", ["ms", "eps"], ["v"]),
