@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <optional>
 
 namespace stof::codegen {
 
@@ -38,21 +39,21 @@ std::string scale_coord(const std::string& c, int64_t step) {
     return fmt::format("({} * {})", c, step);
 }
 
-// N when coordinate c is the vector lane plus N (`lane_`, `(lane_ + N)` or `(lane_ - N)`,
-// as add_offset writes them), else 1 (never a multiple of a vector width above 1).
-int64_t lane_offset(const std::string& c) {
+// N when coordinate c is the vector lane plus N (`lane_`, `(lane_ + N)` or `(lane_ - N)`, as
+// add_offset writes them); nothing for any other coordinate.
+std::optional<int64_t> lane_offset(const std::string& c) {
     const std::string lane(ValueEmitter::kLane);
     if (c == lane) return 0;
     for (const char* op : {" + ", " - "}) {
         const std::string head = "(" + lane + op;
         if (c.size() > head.size() + 1 && c.compare(0, head.size(), head) == 0 && c.back() == ')') {
             const std::string num = c.substr(head.size(), c.size() - head.size() - 1);
-            if (num.empty() || num.size() > 18 || num.find_first_not_of("0123456789") != std::string::npos) return 1;
+            if (num.empty() || num.size() > 18 || num.find_first_not_of("0123456789") != std::string::npos) return {};
             const int64_t v = std::stoll(num);
             return op[1] == '+' ? v : -v;
         }
     }
-    return 1;
+    return {};
 }
 
 // Values of a small integer constant input (axes, starts, ...).
@@ -480,7 +481,8 @@ Expr ValueEmitter::node_value(const ir::Node& n, size_t out, const std::vector<s
                 n.attrs.i("axis", 0) < 0 ? n.attrs.i("axis", 0) + static_cast<int64_t>(os.size()) : n.attrs.i("axis", 0));
             // Along the lane's axis, at an offset and with part boundaries that are multiples of
             // V, every lane of a vector takes the same part: its loads stay vector loads.
-            bool uniform = vec_ > 1 && lane_offset(c[axis]) % vec_ == 0;
+            const std::optional<int64_t> lane_at = lane_offset(c[axis]);
+            bool uniform = vec_ > 1 && lane_at && *lane_at % vec_ == 0;
             for (size_t k = 0; uniform && k < n.inputs.size(); ++k) uniform = g.value(n.inputs[k]).shape[axis] % vec_ == 0;
             const std::string x = uniform ? at_lane_base(c[axis]) : "";
             ++conditional_;
