@@ -33,7 +33,8 @@ struct GpuEvaluatorOptions {
 struct EvaluatorStats {
     int measured = 0, from_cache = 0, rejected = 0, failed = 0;
     // Where the time went (s): lowering candidates and references (NVRTC), in the worker
-    // (loading plans, timing, returning outputs; of which loading), checking outputs, whole plans.
+    // (loading plans, timing, keeping or checking outputs; of which loading, and checking:
+    // copying the outputs out and comparing them), whole plans.
     double lowering_s = 0, measuring_s = 0, loading_s = 0, checking_s = 0, whole_plans_s = 0;
 };
 

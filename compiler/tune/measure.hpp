@@ -17,8 +17,9 @@
 // inside a graph, inputs as warm as a neighbour's fresh outputs), not a host launch.
 // The time is the median replay over N, the spread half the interquartile range. After
 // the runs the worker can keep the plan's outputs as a reference (OutputUse::keep) or
-// compare them with one it keeps (OutputUse::check, by check_outputs): outputs never leave
-// the worker. A restarted worker holds no references.
+// compare them with one it keeps (OutputUse::check, by check_outputs' rules, each output
+// piece by piece as it leaves the GPU through pinned buffers): outputs never leave the
+// worker. A restarted worker holds no references.
 #pragma once
 
 #include "stof/plan.hpp"
@@ -53,7 +54,8 @@ struct Measurement {
     int reps = 0;
     double load_ms = 0;  // the worker's time to read and load the plan
     // OutputUse::check: whether the worker held the reference (false after a restart) and,
-    // if it did, why the outputs differ from it ("" when they match), and the comparison's time.
+    // if it did, why the outputs differ from it ("" when they match), and the time to copy
+    // them out of the GPU and compare them.
     bool checked = false;
     std::string mismatch;
     double check_ms = 0;

@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 #include <map>
 
@@ -56,6 +57,62 @@ void fill_placeholders(exec::Executor& ex, uint64_t seed) {
         STOF_CUDA_CHECK(cudaStreamSynchronize(ex.stream()));
     }
 }
+
+// Tensors leave the GPU through two pinned host buffers of kPieceBytes, a piece copying into
+// one while the caller reads the other (a copy into pageable memory, fresh for every output,
+// moves a fraction of the link's rate).
+class Staging {
+public:
+    static constexpr size_t kPieceBytes = size_t{32} << 20;
+    static_assert(kPieceBytes % (kCompareBlock * 8) == 0, "a piece holds whole comparison blocks of every dtype");
+
+    ~Staging() {
+        for (int i = 0; i < 2; ++i) {
+            if (ready_[i]) cudaEventDestroy(ready_[i]);
+            if (buf_[i]) cudaFreeHost(buf_[i]);
+        }
+    }
+
+    // f(piece, offset, bytes) for tensor t of ex's plan after the work enqueued so far, in
+    // consecutive pieces of at most kPieceBytes; `piece` is valid until f returns.
+    template <class F> void download(exec::Executor& ex, int32_t t, const F& f) {
+        const size_t total = ex.plan().tensors.at(static_cast<size_t>(t)).bytes();
+        if (total == 0) return;
+        prepare();
+        const auto* src = static_cast<const uint8_t*>(ex.address(t));
+        const cudaStream_t stream = ex.stream();
+        const size_t pieces = (total + kPieceBytes - 1) / kPieceBytes;
+        const auto size = [&](size_t k) { return std::min(kPieceBytes, total - k * kPieceBytes); };
+        const auto copy = [&](size_t k) {
+            STOF_CUDA_CHECK(cudaMemcpyAsync(buf_[k & 1], src + k * kPieceBytes, size(k), cudaMemcpyDeviceToHost, stream));
+            STOF_CUDA_CHECK(cudaEventRecord(ready_[k & 1], stream));
+        };
+        ex.begin_on(stream);
+        try {
+            copy(0);
+            for (size_t k = 0; k < pieces; ++k) {
+                if (k + 1 < pieces) copy(k + 1);  // into the buffer piece k - 1 was read from
+                STOF_CUDA_CHECK(cudaEventSynchronize(ready_[k & 1]));
+                f(static_cast<const void*>(buf_[k & 1]), k * kPieceBytes, size(k));
+            }
+        } catch (...) {
+            cudaStreamSynchronize(stream);  // no copy may still write a buffer
+            throw;
+        }
+        ex.end_on(stream);
+    }
+
+private:
+    void prepare() {
+        for (int i = 0; i < 2; ++i) {
+            if (!buf_[i]) STOF_CUDA_CHECK(cudaMallocHost(&buf_[i], kPieceBytes));
+            if (!ready_[i]) STOF_CUDA_CHECK(cudaEventCreateWithFlags(&ready_[i], cudaEventDisableTiming));
+        }
+    }
+
+    void* buf_[2] = {nullptr, nullptr};
+    cudaEvent_t ready_[2] = {nullptr, nullptr};
+};
 
 class Bench {
 public:
@@ -115,9 +172,8 @@ public:
             auto it = references_.find(check);
             out["checked"] = it != references_.end();
             if (it != references_.end()) {
-                const std::vector<Tensor> got = outputs(ex);
                 const auto c0 = std::chrono::steady_clock::now();
-                out["mismatch"] = check_outputs(got, it->second);
+                out["mismatch"] = compare_outputs(ex, it->second);
                 out["check_ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count();
             }
         }
@@ -126,15 +182,35 @@ public:
 
 private:
     // The plan's outputs after the runs, in plan order.
-    static std::vector<Tensor> outputs(exec::Executor& ex) {
+    std::vector<Tensor> outputs(exec::Executor& ex) {
         const plan::Plan& p = ex.plan();
         std::vector<Tensor> out;
         for (int32_t o : p.outputs) {
             const plan::TensorDesc& d = p.tensors[static_cast<size_t>(o)];
-            out.emplace_back(d.dtype, d.shape);
-            ex.download(o, out.back().bytes.data());
+            Tensor& t = out.emplace_back(d.dtype, d.shape);
+            staging_.download(ex, o, [&](const void* piece, size_t offset, size_t bytes) {
+                std::memcpy(t.bytes.data() + offset, piece, bytes);
+            });
         }
         return out;
+    }
+
+    // check_outputs of the plan's outputs against `reference`, each output compared piece by
+    // piece as it leaves the GPU.
+    std::string compare_outputs(exec::Executor& ex, const std::vector<Tensor>& reference) {
+        const plan::Plan& p = ex.plan();
+        if (p.outputs.size() != reference.size())
+            return fmt::format("{} outputs, the reference has {}", p.outputs.size(), reference.size());
+        for (size_t o = 0; o < p.outputs.size(); ++o) {
+            const plan::TensorDesc& d = p.tensors[static_cast<size_t>(p.outputs[o])];
+            if (std::string why = layout_mismatch(o, d.dtype, d.shape, reference[o]); !why.empty()) return why;
+            OutputComparison c(reference[o]);
+            staging_.download(ex, p.outputs[o], [&](const void* piece, size_t, size_t bytes) {
+                c.add(piece, static_cast<int64_t>(bytes / dtype_size(d.dtype)));
+            });
+            if (std::string why = c.verdict(o); !why.empty()) return why;
+        }
+        return "";
     }
 
     // `copies` runs of ex's steps captured into one CUDA graph.
@@ -183,6 +259,7 @@ private:
     }
 
     cudaEvent_t start_ = nullptr, stop_ = nullptr;
+    Staging staging_;
     InputCache inputs_;
     std::map<std::string, std::vector<Tensor>> references_;  // OutputUse::keep's outputs by key
 };

@@ -111,6 +111,44 @@ TEST_CASE("measuring: outputs must match the reference within the tolerance of t
     CHECK(tune::check_outputs({half_inf}, {half_ref}).find("element 9 is -inf") != std::string::npos);
 }
 
+TEST_CASE("measuring: outputs compared piece by piece get the verdict of the whole", "[cpu][tune]") {
+    std::mt19937_64 rng = test::make_rng();
+    const int64_t n = 3 * tune::kCompareBlock + 123;
+    for (DType t : {DType::f32, DType::f16, DType::bf16, DType::i32}) {
+        INFO(dtype_name(t));
+        const Tensor ref = test::random_tensor(t, {n}, rng);
+        Tensor far = ref, bad = ref;
+        for (int64_t i = 0; i < n; i += 7) far.set_f64(i, far.get_f64(i) + (t == DType::i32 ? 5 : 0.5));
+        const bool floats = is_float(t);
+        if (floats) bad.set_f64(2 * tune::kCompareBlock + 5, std::nan(""));
+        for (const Tensor* cand : {&ref, static_cast<const Tensor*>(&far), static_cast<const Tensor*>(&bad)}) {
+            const std::string whole = tune::check_outputs({*cand}, {ref});
+            for (int64_t piece : {tune::kCompareBlock, 2 * tune::kCompareBlock}) {
+                tune::OutputComparison c(ref);
+                for (int64_t at = 0; at < n; at += piece)
+                    c.add(cand->bytes.data() + at * static_cast<int64_t>(dtype_size(t)), std::min(piece, n - at));
+                CHECK(c.verdict(0) == whole);
+            }
+        }
+        CHECK(tune::check_outputs({ref}, {ref}).empty());
+        CHECK_THAT(tune::check_outputs({far}, {ref}), Catch::Matchers::ContainsSubstring("relative error"));
+        if (floats)
+            CHECK_THAT(tune::check_outputs({bad}, {ref}),
+                       Catch::Matchers::ContainsSubstring(fmt::format("element {} is nan", 2 * tune::kCompareBlock + 5)));
+    }
+    // Pieces that are not whole blocks, or elements past the end, are refused; a verdict
+    // before every element has arrived too.
+    const Tensor ref = test::random_tensor(DType::f32, {2 * tune::kCompareBlock}, rng);
+    tune::OutputComparison c(ref);
+    test::require_error([&] { c.add(ref.bytes.data(), 100); }, "multiples of 65536");
+    c.add(ref.bytes.data(), tune::kCompareBlock);
+    test::require_error([&] { (void)c.verdict(0); }, "65536 of 131072 elements arrived");
+    test::require_error([&] { c.add(ref.bytes.data(), 2 * tune::kCompareBlock); }, "multiples of 65536");
+    c.add(ref.bytes.data() + 4 * tune::kCompareBlock, tune::kCompareBlock);
+    CHECK(c.verdict(0).empty());
+    CHECK(tune::layout_mismatch(1, DType::f16, {2 * tune::kCompareBlock}, ref) == "output 1: f16[131072] against f32[131072]");
+}
+
 TEST_CASE("measuring on the GPU: the worker times plans, the evaluator checks and caches segments", "[gpu][tune]") {
     STOF_REQUIRE_GPU();
     {
