@@ -338,6 +338,12 @@ TEST_CASE("hostile requests: nothing is ignored or answered silently wrong (clas
     twice.node("Relu", {"x"}, {"y"});
     twice.output("y");
     require_refusal(test::run_stofc({"ir", save(dir, "twice.onnx", twice.bytes())}), "two graph inputs are named 'x'");
+    OnnxBuilder out_twice;
+    out_twice.input("x", kF32, {2});
+    out_twice.node("Relu", {"x"}, {"y"});
+    out_twice.output("y");
+    out_twice.output("y");
+    require_refusal(test::run_stofc({"ir", save(dir, "out_twice.onnx", out_twice.bytes())}), "the graph lists output 'y' twice");
 
     std::filesystem::create_directories(dir + "/a");
     const std::string in_a = save(dir + "/a", "model.onnx", symbolic_model());

@@ -265,9 +265,11 @@ ir::Graph import_onnx_bytes(const std::string& bytes, const std::string& base_di
         g.nodes.push_back(std::move(n));
     }
 
+    std::unordered_set<std::string> output_names;
     for (const auto& out : gp.output()) {
         auto it = ids.find(out.name());
         STOF_CHECK(it != ids.end(), "{}: graph output '{}' is not produced by any node", what, out.name());
+        STOF_CHECK(output_names.insert(out.name()).second, "{}: the graph lists output '{}' twice", what, out.name());
         g.outputs.push_back(it->second);
     }
     STOF_CHECK(!g.outputs.empty(), "{}: the graph has no outputs", what);
