@@ -71,6 +71,14 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
   echo "$want" >"$stamp"
 fi
 "$venv/bin/python" -c "import onnx, onnxruntime, numpy" || die "the virtual environment at $venv is broken; delete it and re-run"
+# CUTLASS's C++ headers, for the fused GEMM kernels (kernels/gemm; cmake/cutlass.cmake finds them
+# in .venv): the nvidia-cutlass package alone, without the Python packages its own tools need.
+cutlass_version=4.2.0.0
+if [ "$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('nvidia-cutlass'))" 2>/dev/null)" != "$cutlass_version" ]; then
+  say "installing nvidia-cutlass $cutlass_version (CUTLASS headers)"
+  "$venv/bin/python" -m pip install -q --no-deps "nvidia-cutlass==$cutlass_version" \
+    || die "pip install nvidia-cutlass==$cutlass_version failed (no network?)"
+fi
 say "python environment: $venv"
 
 # --- third-party ONNX exports used by the tests ---------------------------------

@@ -147,10 +147,12 @@ void run_compile(const CompileArgs& a) {
         opt.evaluator = gpu.get();
         // The final check also times the plan --tune off would make with the tuning cache as
         // it is then (every segment the search measured included), and keeps the fastest.
-        opt.search.cost_model_plan = [&gpu, precision = opt.lower.precision](const ir::Graph& g) {
+        opt.search.cost_model_plan = [&gpu, precision = opt.lower.precision, arch](const ir::Graph& g) {
             fusion::CostModel cost_model(precision);
             cost_model.use_measurements(measured_times(gpu->cache()));
-            return fusion::search(g, cost_model, {});
+            fusion::SearchOptions o;
+            o.sites.gemm_gelu = fusion::gemm_gelu_target(arch, precision);
+            return fusion::search(g, cost_model, o);
         };
         spdlog::info("tuning ({}) on {}, budget {:.0f} s for all of it (the stages leave the final check its time)", tune,
                      gpu->identity().gpu, opt.search.budget_s);

@@ -1,4 +1,5 @@
-// MatMul and Gemm as cuBLASLt steps (plan::GemmStep), row-major.
+// MatMul and Gemm as GEMM steps (plan::GemmStep), row-major: cuBLASLt, or the fused GEMM + bias +
+// GELU kernel for an epilogue ending in the exact Gelu.
 #include "codegen/emitters.hpp"
 #include "precision.hpp"
 #include "ops/op_util.hpp"
@@ -135,6 +136,10 @@ void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::No
             gs.epilogue = plan::Epilogue::bias;
         } else if (e->op == ir::Op::Relu) {
             gs.epilogue = gs.epilogue == plan::Epilogue::bias ? plan::Epilogue::bias_relu : plan::Epilogue::relu;
+        } else if (e->attrs.s("approximate", "none") == "none") {  // the exact Gelu: the fused kernel's
+            STOF_CHECK(gs.epilogue == plan::Epilogue::bias && gs.batch == 1 && compute != DType::f32,
+                       "{}: the exact Gelu folds into a 16-bit GEMM with a bias only", e->label());
+            gs.epilogue = plan::Epilogue::bias_gelu_erf;
         } else {
             gs.epilogue = gs.epilogue == plan::Epilogue::bias ? plan::Epilogue::bias_gelu : plan::Epilogue::gelu;
         }

@@ -34,14 +34,26 @@ std::vector<std::vector<int>> consumers_of(const ir::Graph& g) {
     return c;
 }
 
-// The nodes after GEMM node n (index `at`) that its cuBLASLt epilogue applies:
+// Whether GEMM node n can run on the fused GEMM + bias + GELU kernel (kernels/gemm): a
+// MatMul of activations [..., K] by a constant weight [K, N] (one GEMM over every row),
+// K and N multiples of 8.
+bool fused_gemm_shapes(const ir::Graph& g, const ir::Node& n) {
+    if (n.op != Op::MatMul) return false;
+    const ir::Value &a = g.value(n.inputs[0]), &b = g.value(n.inputs[1]);
+    if (!b.data || b.shape.size() != 2 || a.shape.empty() || a.shape.back() != b.shape[0]) return false;
+    return b.shape[0] % 8 == 0 && b.shape[1] % 8 == 0;
+}
+
+// The nodes after GEMM node n (index `at`) that its epilogue applies:
 //   D = act(A·B + bias + C)
 // a bias Add of a constant row vector [N] and (allow_residual) a residual Add of a
 // stored value of D's shape (as C, beta = 1; computed before the GEMM runs), in
-// either order, or a bias then a Relu or tanh-Gelu (act); each value in the chain
-// read once and no graph output.
+// either order, or a bias then a Relu or tanh-Gelu (act; cuBLASLt's epilogues) or
+// (allow_gelu, on the fused kernel) the exact Gelu; each value in the chain read once
+// and no graph output.
 std::vector<int> gemm_epilogue(const ir::Graph& g, const ir::Node& n, int at, const std::vector<std::vector<int>>& cons,
-                               const std::vector<char>& is_output, const std::vector<int>& producer, bool allow_residual) {
+                               const std::vector<char>& is_output, const std::vector<int>& producer, bool allow_residual,
+                               bool allow_gelu) {
     std::vector<int> chain;
     if (n.op == Op::Gemm && n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue) return chain;
     const ir::Value& out = g.value(n.outputs[0]);
@@ -69,6 +81,10 @@ std::vector<int> gemm_epilogue(const ir::Graph& g, const ir::Node& n, int at, co
             }
         } else if (!has_residual &&
                    (next.op == Op::Relu || (next.op == Op::Gelu && next.attrs.s("approximate", "none") == "tanh"))) {
+            chain.push_back(c[0]);
+            break;
+        } else if (allow_gelu && has_bias && !has_residual && next.op == Op::Gelu &&
+                   next.attrs.s("approximate", "none") == "none" && fused_gemm_shapes(g, n)) {
             chain.push_back(c[0]);
             break;
         } else {
@@ -169,7 +185,8 @@ FusionPlan build(const ir::Graph& g, const Choices& c, bool merge_any, bool unfu
     for (size_t i = 0; i < g.nodes.size(); ++i) {
         if (unfused || lowering_of(g.nodes[i]) != Lowering::gemm) continue;
         epilogue[i] = gemm_epilogue(g, g.nodes[i], static_cast<int>(i), cons, is_output, producer,
-                                    c.residual_in_gemm.count(static_cast<int>(i)) > 0);
+                                    c.residual_in_gemm.count(static_cast<int>(i)) > 0,
+                                    c.gelu_in_gemm.count(static_cast<int>(i)) > 0);
         for (int e : epilogue[i]) folded_into[static_cast<size_t>(e)] = static_cast<int>(i);
     }
     auto fused = [&](int i) {
@@ -316,7 +333,7 @@ FusionPlan fused_scheme(const ir::Graph& g) {
     return build_scheme(g, with(Choices{}, all));
 }
 
-std::vector<Site> find_sites(const ir::Graph& g) {
+std::vector<Site> find_sites(const ir::Graph& g, const SiteOptions& o) {
     const std::vector<std::vector<int>> cons = consumers_of(g);
     std::vector<char> is_output(g.values.size(), 0);
     for (ir::ValueId o : g.outputs) is_output[static_cast<size_t>(o)] = 1;
@@ -328,15 +345,23 @@ std::vector<Site> find_sites(const ir::Graph& g) {
         const ir::Node& n = g.nodes[i];
         const int at = static_cast<int>(i);
         if (lowering_of(n) == Lowering::gemm) {
-            const std::vector<int> with_res = gemm_epilogue(g, n, at, cons, is_output, producer, true);
-            if (with_res.size() > gemm_epilogue(g, n, at, cons, is_output, producer, false).size()) {
+            const std::vector<int> plain = gemm_epilogue(g, n, at, cons, is_output, producer, false, false);
+            // A seize that makes the GEMM's epilogue `chain` (more than it applies without one).
+            const auto seize = [&](Site::Field field, std::set<int>& taken, const std::vector<int>& chain,
+                                   const std::string& tag, const char* describe) {
+                if (chain.size() <= plain.size()) return;
                 std::vector<int> ns{at};
-                ns.insert(ns.end(), with_res.begin(), with_res.end());
-                sites.push_back({MoveKind::seize, Site::residual_in_gemm, at, "seize|" + nodes_sig(g, ns),
-                                 fmt::format("seize: {} folds the residual {} (beta·C)", n.label(),
-                                             g.nodes[static_cast<size_t>(with_res.back())].label())});
-                all.residual_in_gemm.insert(at);
-            }
+                ns.insert(ns.end(), chain.begin(), chain.end());
+                sites.push_back(
+                    {MoveKind::seize, field, at, tag + nodes_sig(g, ns),
+                     fmt::format(fmt::runtime(describe), n.label(), g.nodes[static_cast<size_t>(chain.back())].label())});
+                taken.insert(at);
+            };
+            seize(Site::residual_in_gemm, all.residual_in_gemm, gemm_epilogue(g, n, at, cons, is_output, producer, true, false),
+                  "seize|", "seize: {} folds the residual {} (beta·C)");
+            if (o.gemm_gelu)
+                seize(Site::gelu_in_gemm, all.gelu_in_gemm, gemm_epilogue(g, n, at, cons, is_output, producer, false, true),
+                      "seize|gelu|", "seize: {} folds the exact {} (the fused GEMM)");
         } else if (row_normalisation(g, n, cons, is_output) && fused_op(producer[static_cast<size_t>(n.inputs[0])])) {
             const std::string sig = nodes_sig(g, {at, producer[static_cast<size_t>(n.inputs[0])]});
             sites.push_back({MoveKind::expand, Site::norm_prologue, at, "expand|prologue|" + sig,
@@ -375,6 +400,7 @@ Choices with(Choices c, const std::vector<const Site*>& sites) {
     for (const Site* s : sites) {
         switch (s->field) {
             case Site::residual_in_gemm: c.residual_in_gemm.insert(static_cast<int>(s->key)); break;
+            case Site::gelu_in_gemm: c.gelu_in_gemm.insert(static_cast<int>(s->key)); break;
             case Site::norm_prologue: c.norm_prologue.insert(static_cast<int>(s->key)); break;
             case Site::norm_stores_input: c.norm_stores_input.insert(static_cast<int>(s->key)); break;
             case Site::multi_inline: c.multi_inline.insert(static_cast<ir::ValueId>(s->key)); break;

@@ -19,6 +19,12 @@ const char* segment_kind_name(SegmentKind k) {
     return "?";
 }
 
+bool fused_gelu_gemm(const ir::Graph& g, const Segment& s) {
+    if (s.kind != SegmentKind::gemm || s.nodes.size() < 2) return false;
+    const ir::Node& last = g.nodes[static_cast<size_t>(s.nodes.back())];
+    return last.op == ir::Op::Gelu && last.attrs.s("approximate", "none") == "none";
+}
+
 std::string Config::str() const {
     std::string s;
     const std::pair<const char*, int> fields[] = {

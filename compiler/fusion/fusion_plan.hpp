@@ -20,7 +20,8 @@ enum class SegmentKind : uint8_t {
     rownorm,      // LayerNorm, RMSNorm or Softmax over trailing axes (nodes[0]) computing its input
                   // from stored values through the fused nodes nodes[1..] (its prologue); outputs[1],
                   // when present, is that input, also stored
-    gemm,         // a cuBLASLt GEMM; nodes[1..] are the epilogue it applies (bias, residual, activation)
+    gemm,         // a GEMM; nodes[1..] are the epilogue it applies (bias, residual, activation): cuBLASLt's,
+                  // or the fused kernel's (kernels/gemm) when it ends in the exact Gelu (fused_gelu_gemm)
     loop,         // one loop-kernel node (Conv, ConvTranspose, Resize, CumSum, ScatterND)
     attention,    // one SparseAttention node on the prebuilt kernels
 };
@@ -60,7 +61,9 @@ struct Choices;
 //  - a GEMM folds into its cuBLASLt epilogue a following bias Add of a constant row
 //    vector [N], then a Relu or tanh-Gelu; with c.residual_in_gemm, a residual Add of a
 //    stored value of its result's shape instead of the activation (cuBLASLt's beta·C);
-//    while each value in the chain has one reader and is not a graph output;
+//    with c.gelu_in_gemm, the exact Gelu after the bias (the fused kernel; a MatMul by a
+//    constant [K, N] weight, K and N multiples of 8); while each value in the chain has
+//    one reader and is not a graph output;
 //  - a fused op's value is inlined into the kernels of its readers when it is no graph
 //    output, every reader computes it inside its kernel (a fused op not folded into a
 //    GEMM, or with c.norm_prologue a row normalisation reading it as input), and the
@@ -80,6 +83,9 @@ FusionPlan fused_scheme(const ir::Graph& g);
 FusionPlan unfused_scheme(const ir::Graph& g);
 
 const char* segment_kind_name(SegmentKind k);
+// Whether s is a GEMM whose epilogue ends in the exact (erf) Gelu: it runs on the fused GEMM
+// + bias + GELU kernel of kernels/gemm, not on cuBLASLt.
+bool fused_gelu_gemm(const ir::Graph& g, const Segment& s);
 // What a segment computes, independent of names and of where it is: its kind, its
 // nodes' ops and attributes, and the types and shapes of its values numbered in order
 // of first use (identical layers give identical signatures). Excludes the config.

@@ -43,7 +43,8 @@ std::vector<Config> config_space(const ir::Graph& g, const Segment& s) {
             for (int block : {0, 128, 512})
                 for (int grid : {0, 1024, 4096, 32768}) out.push_back({block, 0, grid, vec});
     } else if (s.kind == SegmentKind::gemm) {
-        for (int algo = 0; algo < plan::kGemmAlgos; ++algo) out.push_back({0, 0, 0, 0, algo});
+        const int algos = fused_gelu_gemm(g, s) ? plan::kGemmGeluConfigs : plan::kGemmAlgos;
+        for (int algo = 0; algo < algos; ++algo) out.push_back({0, 0, 0, 0, algo});
     } else if (s.kind == SegmentKind::rownorm) {
         const Shape& x = g.value(g.nodes[static_cast<size_t>(s.nodes.front())].inputs[0]).shape;
         const int64_t len = x.empty() ? 1 : x.back();
@@ -55,6 +56,10 @@ std::vector<Config> config_space(const ir::Graph& g, const Segment& s) {
         }
     }
     return out;
+}
+
+bool gemm_gelu_target(const std::string& arch, Precision precision) {
+    return arch == "sm_90" && (precision == Precision::fp16 || precision == Precision::bf16);
 }
 
 namespace {
@@ -213,7 +218,7 @@ private:
     }
 
     void stage1(SearchResult& r) {
-        const std::vector<Site> sites = find_sites(g_);
+        const std::vector<Site> sites = find_sites(g_, opt_.sites);
         // Sites grouped by signature, in order of first occurrence; expand moves first.
         std::vector<std::string> order;
         std::map<std::string, std::vector<const Site*>> groups;

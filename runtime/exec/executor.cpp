@@ -268,8 +268,9 @@ void* Executor::address(int32_t t) const {
 
 void Executor::prepare_steps() {
     steps_.reserve(plan_.steps.size());
-    int sm90_steps = 0;
-    std::vector<std::string> off_sm90;  // attention steps whose Hopper kernel cannot run here, and why
+    int sm90_steps = 0, fused_steps = 0;
+    std::vector<std::string> off_sm90;   // attention steps whose Hopper kernel cannot run here, and why
+    std::vector<std::string> off_fused;  // fused-epilogue GEMM steps whose kernel cannot run here, and why
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
         const plan::Step& s = plan_.steps[i];
         Prepared p;
@@ -316,7 +317,11 @@ void Executor::prepare_steps() {
                     ptr.c = at(g.c, g.c_offset);
                     ptr.d = at(g.d, g.d_offset);
                     ptr.bias = at(g.bias, 0);
-                    p.gemm = std::make_unique<LtGemm>(lt_, g, plan_.tensors[g.a].dtype, ptr, kWorkspaceBytes);
+                    p.gemm = std::make_unique<PreparedGemm>(lt_, g, plan_.tensors[g.a].dtype, ptr, kWorkspaceBytes, stream_);
+                    if (plan::fused_epilogue(g.epilogue)) {
+                        ++fused_steps;
+                        if (!p.gemm->fallback().empty()) off_fused.push_back(fmt::format("step {}: {}", i, p.gemm->fallback()));
+                    }
                     break;
                 }
                 case plan::StepKind::attention: {
@@ -398,6 +403,11 @@ void Executor::prepare_steps() {
     if (!off_sm90.empty())
         spdlog::warn("{} of {} attention steps planned for the Hopper kernel run on the slower sm_80 kernel here ({}{})",
                      off_sm90.size(), sm90_steps, off_sm90.front(), off_sm90.size() > 1 ? ", ..." : "");
+    if (!off_fused.empty())
+        spdlog::warn(
+            "{} of {} GEMM steps planned with the fused GELU epilogue run as a cuBLASLt GEMM and a separate GELU here "
+            "({}{})",
+            off_fused.size(), fused_steps, off_fused.front(), off_fused.size() > 1 ? ", ..." : "");
 }
 
 void Executor::enqueue_step(size_t i) { enqueue_step(i, stream_); }

@@ -97,7 +97,7 @@ private:
     struct Prepared {
         plan::StepKind kind = plan::StepKind::launch;
         Launch launch;
-        std::unique_ptr<LtGemm> gemm;
+        std::unique_ptr<PreparedGemm> gemm;
         // The kernel problems of an attention step: one, or those of its fold
         // (kernels::folded_attention_problems), built and checked once at load.
         std::vector<kernels::AttentionArgs> attention;

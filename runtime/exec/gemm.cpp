@@ -27,6 +27,7 @@ cublasLtEpilogue_t lt_epilogue(plan::Epilogue e) {
         case plan::Epilogue::bias_gelu: return CUBLASLT_EPILOGUE_GELU_BIAS;
         case plan::Epilogue::relu: return CUBLASLT_EPILOGUE_RELU;
         case plan::Epilogue::bias_relu: return CUBLASLT_EPILOGUE_RELU_BIAS;
+        case plan::Epilogue::bias_gelu_erf: break;  // the fused kernel's (PreparedGemm)
     }
     STOF_FAIL("gemm: unknown epilogue {}", static_cast<int>(e));
 }
@@ -136,6 +137,59 @@ void LtGemm::release() {
 void LtGemm::run(cublasLtHandle_t lt, void* workspace, size_t workspace_bytes, cudaStream_t stream) const {
     STOF_CUBLAS_CHECK(cublasLtMatmul(lt, op_, &alpha_, ptr_.b, la_, ptr_.a, lb_, &beta_, ptr_.c, lc_, ptr_.d, ld_, &algo_,
                                      workspace, workspace_bytes, stream));
+}
+
+static_assert(plan::kGemmGeluConfigs == kernels::kGemmGeluConfigs, "the plan and the fused kernel count its configs alike");
+
+PreparedGemm::PreparedGemm(cublasLtHandle_t lt, const plan::GemmStep& g, DType dtype, const GemmPointers& ptr,
+                           size_t workspace_bytes, cudaStream_t stream) {
+    if (!plan::fused_epilogue(g.epilogue)) {
+        lt_gemm_ = std::make_unique<LtGemm>(lt, g, dtype, ptr, workspace_bytes);
+        return;
+    }
+    kernels::GemmGeluArgs a;
+    a.type = dtype == DType::bf16 ? kernels::ElemType::bf16 : kernels::ElemType::f16;
+    a.m = g.m;
+    a.n = g.n;
+    a.k = g.k;
+    a.a = ptr.a;
+    a.b = ptr.b;
+    a.bias = ptr.bias;
+    a.d = ptr.d;
+    fallback_ = kernels::gemm_gelu_refusal(a, g.algo);
+    if (fallback_.empty()) {
+        try {
+            if (const size_t bytes = kernels::gemm_gelu_workspace(a, g.algo); bytes > 0)
+                STOF_CUDA_CHECK(cudaMalloc(&fused_workspace_, bytes));
+            fused_ = kernels::prepare_gemm_gelu(a, g.algo, fused_workspace_, stream, fallback_);
+        } catch (...) {
+            if (fused_workspace_) cudaFree(fused_workspace_);
+            throw;
+        }
+        STOF_CHECK(fused_ != nullptr, "gemm m={} n={} k={}: the fused kernel cannot be prepared: {}", g.m, g.n, g.k, fallback_);
+        return;
+    }
+    plan::GemmStep bias_only = g;
+    bias_only.epilogue = plan::Epilogue::bias;
+    bias_only.algo = 0;
+    lt_gemm_ = std::make_unique<LtGemm>(lt, bias_only, dtype, ptr, workspace_bytes);
+    gelu_type_ = a.type;
+    gelu_d_ = ptr.d;
+    gelu_count_ = g.m * g.n;
+}
+
+PreparedGemm::~PreparedGemm() {
+    fused_.reset();
+    if (fused_workspace_) cudaFree(fused_workspace_);
+}
+
+void PreparedGemm::run(cublasLtHandle_t lt, void* workspace, size_t workspace_bytes, cudaStream_t stream) const {
+    if (fused_) {
+        STOF_CUDA_CHECK(fused_->run(stream));
+        return;
+    }
+    lt_gemm_->run(lt, workspace, workspace_bytes, stream);
+    if (gelu_d_) STOF_CUDA_CHECK(kernels::launch_gelu(gelu_type_, gelu_d_, gelu_count_, stream));
 }
 
 }  // namespace stof::exec

@@ -1,5 +1,6 @@
-// One plan GemmStep prepared for cuBLASLt: descriptors built and the algorithm
-// chosen (cublasLtMatmulAlgoGetHeuristic) once, at load time.
+// One plan GemmStep prepared once, at load time: for cuBLASLt (LtGemm: descriptors
+// built and the algorithm chosen with cublasLtMatmulAlgoGetHeuristic), or for the fused
+// kernel of kernels/gemm (PreparedGemm, the steps with plan::fused_epilogue).
 //
 // The plan's matrices are row-major; cuBLASLt's are column-major. A row-major
 // r×c matrix with row stride ld is the column-major c×r matrix with leading
@@ -10,10 +11,13 @@
 
 #include "stof/plan.hpp"
 
+#include "stof/kernels/gemm_gelu.hpp"
+
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <string>
 
 namespace stof::exec {
 
@@ -44,6 +48,33 @@ private:
     cublasLtMatmulDesc_t op_ = nullptr;
     cublasLtMatrixLayout_t la_ = nullptr, lb_ = nullptr, lc_ = nullptr, ld_ = nullptr;
     cublasLtMatmulAlgo_t algo_{};
+};
+
+// A GemmStep whatever its epilogue. A fused epilogue (bias_gelu_erf) runs on the fused kernel
+// (kernels/gemm) where it takes the step on this device; elsewhere on cuBLASLt with the bias
+// epilogue, then the GELU alone over D (`fallback` says why: the executor warns).
+class PreparedGemm {
+public:
+    // `stream`: where the fused kernel's preparation may write its workspace (synchronised).
+    PreparedGemm(cublasLtHandle_t lt, const plan::GemmStep& g, DType dtype, const GemmPointers& ptr, size_t workspace_bytes,
+                 cudaStream_t stream);
+    ~PreparedGemm();
+    PreparedGemm(const PreparedGemm&) = delete;
+    PreparedGemm& operator=(const PreparedGemm&) = delete;
+
+    // Enqueues the step on `stream` (cuBLASLt's workspace: `workspace`).
+    void run(cublasLtHandle_t lt, void* workspace, size_t workspace_bytes, cudaStream_t stream) const;
+    // Why a fused epilogue runs on cuBLASLt and the GELU alone here ("" otherwise).
+    const std::string& fallback() const { return fallback_; }
+
+private:
+    std::unique_ptr<LtGemm> lt_gemm_;
+    std::unique_ptr<kernels::GemmGelu> fused_;
+    void* fused_workspace_ = nullptr;  // the fused kernel's own (its state must persist between runs)
+    std::string fallback_;
+    kernels::ElemType gelu_type_ = kernels::ElemType::f16;
+    void* gelu_d_ = nullptr;  // fallback: D, m·n elements the GELU runs over
+    int64_t gelu_count_ = 0;
 };
 
 }  // namespace stof::exec

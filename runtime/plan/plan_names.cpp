@@ -22,6 +22,7 @@ const char* epilogue_name(Epilogue e) {
         case Epilogue::bias_gelu: return "bias_gelu";
         case Epilogue::relu: return "relu";
         case Epilogue::bias_relu: return "bias_relu";
+        case Epilogue::bias_gelu_erf: return "bias_gelu_erf";
     }
     return "unknown";
 }

@@ -251,7 +251,17 @@ private:
         STOF_CHECK(b.dtype == a.dtype && d.dtype == a.dtype, "dtypes differ: a {}, b {}, d {}", dtype_name(a.dtype),
                    dtype_name(b.dtype), dtype_name(d.dtype));
         writable(g.d, "d");
-        STOF_CHECK(g.algo < kGemmAlgos, "algorithm {} is not one of cuBLASLt's first {} candidates", g.algo, kGemmAlgos);
+        if (fused_epilogue(g.epilogue)) {
+            STOF_CHECK(g.algo < kGemmGeluConfigs, "configuration {} is not one of the fused GEMM's {}", g.algo,
+                       kGemmGeluConfigs);
+            STOF_CHECK(a.dtype != DType::f32, "the fused GEMM takes f16 or bf16, not f32");
+            STOF_CHECK(g.batch == 1 && !g.trans_a && !g.trans_b && g.alpha == 1 && g.c < 0,
+                       "the fused GEMM runs one GEMM (batch 1), untransposed, with alpha 1 and no c");
+            STOF_CHECK(g.lda == g.k && g.ldb == g.n && g.ldd == g.n,
+                       "the fused GEMM needs contiguous rows (lda = k, ldb = n, ldd = n), not {}, {}, {}", g.lda, g.ldb, g.ldd);
+        } else {
+            STOF_CHECK(g.algo < kGemmAlgos, "algorithm {} is not one of cuBLASLt's first {} candidates", g.algo, kGemmAlgos);
+        }
         STOF_CHECK(g.m >= 1 && g.n >= 1 && g.k >= 1 && g.batch >= 1 && g.m <= kMaxBytes && g.n <= kMaxBytes &&
                        g.k <= kMaxBytes && g.batch <= kMaxBytes,
                    "sizes m={} n={} k={} batch={} must be positive", g.m, g.n, g.k, g.batch);
@@ -268,9 +278,9 @@ private:
             STOF_CHECK(g.c == -1, "c tensor index {} is out of range", g.c);
             STOF_CHECK(g.beta == 0, "beta is {} but there is no c", g.beta);
         }
-        STOF_CHECK(g.epilogue <= Epilogue::bias_relu, "unknown epilogue {}", static_cast<int>(g.epilogue));
+        STOF_CHECK(g.epilogue <= Epilogue::bias_gelu_erf, "unknown epilogue {}", static_cast<int>(g.epilogue));
         const bool has_bias = g.epilogue == Epilogue::bias || g.epilogue == Epilogue::bias_gelu ||
-                              g.epilogue == Epilogue::bias_relu;
+                              g.epilogue == Epilogue::bias_relu || g.epilogue == Epilogue::bias_gelu_erf;
         if (has_bias) {
             const TensorDesc& bias = tensor(g.bias, "bias");
             STOF_CHECK(bias.dtype == d.dtype, "bias is {}, d {}", dtype_name(bias.dtype), dtype_name(d.dtype));

@@ -624,6 +624,21 @@ TEST_CASE("a plan with valid checksums but inconsistent contents fails validatio
          "schedule step 2 (attention): mask index 2 is out of range (2 masks)"},
         {"attention mask size", [](plan::Plan& p) { p.steps[2].attention.mask = 1; },
          "schedule step 2 (attention): mask 1 is 24x20, the scores 16x16"},
+        {"fused GEMM batched and transposed", [](plan::Plan& p) { p.steps[0].gemm.epilogue = plan::Epilogue::bias_gelu_erf; },
+         "schedule step 0 (gemm): the fused GEMM runs one GEMM (batch 1), untransposed, with alpha 1 and no c"},
+        {"fused GEMM config",
+         [](plan::Plan& p) {
+             p.steps[0].gemm.epilogue = plan::Epilogue::bias_gelu_erf;
+             p.steps[0].gemm.algo = plan::kGemmGeluConfigs;
+         },
+         "schedule step 0 (gemm): configuration 2 is not one of the fused GEMM's 2"},
+        {"fused GEMM strides",
+         [](plan::Plan& p) {
+             plan::GemmStep& g = p.steps[0].gemm;
+             g.epilogue = plan::Epilogue::bias_gelu_erf;
+             g.trans_b = false, g.batch = 1, g.alpha = 1, g.m = 32, g.k = 32, g.n = 32, g.ldb = 96, g.ldd = 96;
+         },
+         "schedule step 0 (gemm): the fused GEMM needs contiguous rows (lda = k, ldb = n, ldd = n), not 32, 96, 96"},
         {"gemm into a weight", [](plan::Plan& p) { p.steps[0].gemm.d = 2; },
          "schedule step 0 (gemm): d 'w_qkv' is a weight (read-only)"},
         {"overlapping copy", [](plan::Plan& p) { p.steps[5].copy.dst = p.steps[5].copy.src; },

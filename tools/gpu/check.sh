@@ -12,6 +12,8 @@
 #          names), E2E_FLAGS (e.g. "--max-autotune --flex-flash"), E2E_BUDGET_S (cases start only within
 #          this many seconds of check.sh's start, default 540, for one 10-minute call; inf: no limit).
 #   FLASH_SITE: where tools/gpu/flash_wheels.sh installed flash-attn-4, for FlexAttention's FLASH backend.
+#   STOF_CUTLASS_DIR: the CUTLASS tree CMake builds with where python3 has no nvidia-cutlass package
+#     (cmake/cutlass.cmake; the wheel unzipped: its cutlass_library/source).
 # Logs and JSON results go to OUT_DIR (default build-gpu/results); a failing
 # step is reported and the remaining steps still run; exit status is non-zero
 # when any step failed.

@@ -68,7 +68,11 @@ struct LaunchStep {
 // D[b] = alpha * op(A[b]) op(B[b]) + beta * C[b], then the epilogue, through
 // cuBLASLt. Matrices are row-major: op(A) is m×k, op(B) is k×n, C and D m×n.
 // ld* are row strides in elements; batch_stride_* in elements (0 broadcasts).
-enum class Epilogue : uint8_t { none = 0, bias = 1, gelu = 2, bias_gelu = 3, relu = 4, bias_relu = 5 };
+// gelu is cuBLASLt's tanh approximation; bias_gelu_erf the exact GELU, x/2·(1 + erf(x/√2)),
+// run by the fused kernel of kernels/gemm (compute capability 9.0; elsewhere cuBLASLt with
+// a bias epilogue, then the GELU alone): one 16-bit GEMM, not batched or transposed, rows
+// contiguous (lda = k, ldb = n, ldd = n), alpha 1, no C.
+enum class Epilogue : uint8_t { none = 0, bias = 1, gelu = 2, bias_gelu = 3, relu = 4, bias_relu = 5, bias_gelu_erf = 6 };
 
 struct GemmStep {
     int32_t a = -1, b = -1, c = -1, d = -1, bias = -1;                // tensor indices; c, bias optional (-1)
@@ -79,12 +83,19 @@ struct GemmStep {
     int64_t batch_stride_a = 0, batch_stride_b = 0, batch_stride_c = 0, batch_stride_d = 0;
     float alpha = 1, beta = 0;
     Epilogue epilogue = Epilogue::none;  // bias: [n] broadcast over rows
-    uint8_t algo = 0;                    // which of cuBLASLt's heuristic candidates for this GEMM (0: its first; < kGemmAlgos)
+    // Which of cuBLASLt's heuristic candidates for this GEMM (0: its first; < kGemmAlgos); with
+    // bias_gelu_erf, which of the fused kernel's tile configurations (< kGemmGeluConfigs).
+    uint8_t algo = 0;
 };
 
 // Candidates a GemmStep::algo may pick from: for some shapes cuBLASLt 13's seventh is the
 // fastest (BERT's and LLaMA's projections at 16-32k rows on the H100, by 5-17 %).
 constexpr uint8_t kGemmAlgos = 8;
+// The fused GEMM's tile configurations (stof::kernels::kGemmGeluConfigs; the executor asserts
+// that they agree).
+constexpr uint8_t kGemmGeluConfigs = 2;
+// Whether GemmStep::epilogue is run by the fused kernel of kernels/gemm.
+constexpr bool fused_epilogue(Epilogue e) { return e == Epilogue::bias_gelu_erf; }
 
 // Sparse multi-head attention on a prebuilt kernel (kernels/attention).
 // q, o: [batch, heads, seq_q, head_dim]; k, v: [batch, kv_heads, seq_k, head_dim],

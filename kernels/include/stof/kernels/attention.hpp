@@ -9,6 +9,7 @@
 #pragma once
 
 #include "stof/kernels/attention_instances.hpp"
+#include "stof/kernels/elem_type.hpp"
 
 #include <cuda_runtime.h>
 
@@ -17,8 +18,6 @@
 #include <vector>
 
 namespace stof::kernels {
-
-enum class ElemType : int32_t { f16 = 0, bf16 = 1 };
 
 // Device view of a stof::SparseMask (stof/sparse_mask.hpp); arrays in device memory.
 struct SparseMaskView {

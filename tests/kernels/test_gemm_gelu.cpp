@@ -1,0 +1,139 @@
+// The GEMM + bias + exact GELU kernel (stof/kernels/gemm_gelu.hpp) and the GELU alone, against
+// a double-precision reference on fresh random data, outputs poisoned first.
+#include "catch.hpp"
+#include "gpu_util.hpp"
+#include "test_rng.hpp"
+#include "stof/dtype.hpp"
+#include "stof/kernels/gemm_gelu.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+using namespace stof;
+using kernels::ElemType;
+
+namespace {
+
+double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+
+uint16_t to_bits(ElemType t, float v) { return t == ElemType::bf16 ? f32_to_bf16(v) : f32_to_f16(v); }
+double from_bits(ElemType t, uint16_t b) { return t == ElemType::bf16 ? bf16_to_f32(b) : f16_to_f32(b); }
+
+// n values uniform in [-scale, scale], rounded to t.
+std::vector<uint16_t> random_bits(ElemType t, size_t n, double scale, std::mt19937_64& rng) {
+    std::uniform_real_distribution<double> u(-scale, scale);
+    std::vector<uint16_t> v(n);
+    for (uint16_t& x : v) x = to_bits(t, static_cast<float>(u(rng)));
+    return v;
+}
+
+// Every element of `got` finite and within the output type's rounding (plus fp32 summation
+// error) of `want`.
+void check_close(ElemType t, const std::vector<uint16_t>& got, const std::vector<double>& want) {
+    const double rel = t == ElemType::bf16 ? 1.6e-2 : 2e-3;  // a few of the type's half-ulps
+    size_t bad = 0, first = 0;
+    double err2 = 0, ref2 = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+        const double g = from_bits(t, got[i]);
+        const bool ok = std::isfinite(g) && std::fabs(g - want[i]) <= rel * std::fabs(want[i]) + 1e-3;
+        if (!ok && bad++ == 0) first = i;
+        if (std::isfinite(g)) err2 += (g - want[i]) * (g - want[i]);
+        ref2 += want[i] * want[i];
+    }
+    INFO("first bad element " << first << ": " << from_bits(t, got[first]) << " against " << want[first]);
+    CHECK(bad == 0);
+    CHECK(std::sqrt(err2) <= (t == ElemType::bf16 ? 4e-3 : 5e-4) * std::sqrt(ref2));
+}
+
+}  // namespace
+
+TEST_CASE("gemm_gelu refuses what the kernel cannot run, naming why", "[cpu][kernels]") {
+    alignas(16) static uint16_t buf[64];
+    kernels::GemmGeluArgs a;
+    a.m = 4, a.n = 8, a.k = 8;
+    a.a = a.b = a.bias = buf;
+    a.d = buf;
+    CHECK_THAT(kernels::gemm_gelu_refusal(a, kernels::kGemmGeluConfigs), Catch::Matchers::ContainsSubstring("config 2"));
+    a.n = 12;
+    CHECK_THAT(kernels::gemm_gelu_refusal(a, 0), Catch::Matchers::ContainsSubstring("multiples of 8"));
+    a.n = 8, a.m = 0;
+    CHECK_THAT(kernels::gemm_gelu_refusal(a, 0), Catch::Matchers::ContainsSubstring("[1, 2^31)"));
+    a.m = 4, a.bias = nullptr;
+    CHECK_THAT(kernels::gemm_gelu_refusal(a, 0), Catch::Matchers::ContainsSubstring("null"));
+    a.bias = buf + 1;
+    CHECK_THAT(kernels::gemm_gelu_refusal(a, 0), Catch::Matchers::ContainsSubstring("16-byte aligned"));
+    CHECK(kernels::launch_gelu(ElemType::f16, nullptr, 4, nullptr) == cudaErrorInvalidValue);
+    CHECK(kernels::launch_gelu(ElemType::f16, buf, -1, nullptr) == cudaErrorInvalidValue);
+}
+
+TEST_CASE("gemm_gelu computes GELU(A·B + bias) in both types and configs, tails in m, n and k", "[gpu][kernels]") {
+    STOF_REQUIRE_GPU();
+    std::mt19937_64 rng = test::make_rng();
+    struct Size {
+        int64_t m, n, k;
+    };
+    for (const ElemType t : {ElemType::f16, ElemType::bf16})
+        for (const Size z : {Size{1, 8, 8}, Size{300, 264, 200}, Size{1000, 520, 776}}) {
+            INFO((t == ElemType::bf16 ? "bf16" : "f16") << " m=" << z.m << " n=" << z.n << " k=" << z.k);
+            const std::vector<uint16_t> ha = random_bits(t, static_cast<size_t>(z.m * z.k), 1.0, rng);
+            const std::vector<uint16_t> hb = random_bits(t, static_cast<size_t>(z.k * z.n), 2.0 / std::sqrt(z.k), rng);
+            const std::vector<uint16_t> hbias = random_bits(t, static_cast<size_t>(z.n), 1.0, rng);
+            std::vector<double> want(static_cast<size_t>(z.m * z.n));
+            for (int64_t i = 0; i < z.m; ++i)
+                for (int64_t j = 0; j < z.n; ++j) {
+                    double acc = from_bits(t, hbias[static_cast<size_t>(j)]);
+                    for (int64_t l = 0; l < z.k; ++l)
+                        acc += from_bits(t, ha[static_cast<size_t>(i * z.k + l)]) *
+                               from_bits(t, hb[static_cast<size_t>(l * z.n + j)]);
+                    want[static_cast<size_t>(i * z.n + j)] = gelu(acc);
+                }
+            test::DeviceBuffer da(ha.size() * 2), db(hb.size() * 2), dbias(hbias.size() * 2), dd(want.size() * 2);
+            test::upload(da, ha);
+            test::upload(db, hb);
+            test::upload(dbias, hbias);
+            kernels::GemmGeluArgs a;
+            a.type = t;
+            a.m = z.m, a.n = z.n, a.k = z.k;
+            a.a = da.ptr, a.b = db.ptr, a.bias = dbias.ptr, a.d = dd.ptr;
+            for (int config = 0; config < kernels::kGemmGeluConfigs; ++config) {
+                INFO("config " << config);
+                const std::string refused = kernels::gemm_gelu_refusal(a, config);
+                cudaDeviceProp prop{};
+                CUDA_REQUIRE(cudaGetDeviceProperties(&prop, 0));
+                if (prop.major != 9 || prop.minor != 0) {
+                    CHECK_THAT(refused, Catch::Matchers::ContainsSubstring("compute capability"));
+                    continue;
+                }
+                REQUIRE(refused.empty());
+                test::DeviceBuffer ws(kernels::gemm_gelu_workspace(a, config));
+                std::string why;
+                const std::unique_ptr<kernels::GemmGelu> k = kernels::prepare_gemm_gelu(a, config, ws.ptr, nullptr, why);
+                INFO(why);
+                REQUIRE(k != nullptr);
+                // Twice through the prepared kernel, the output poisoned (NaN) before each run.
+                for (int run = 0; run < 2; ++run) {
+                    CUDA_REQUIRE(cudaMemset(dd.ptr, 0xff, want.size() * 2));
+                    CUDA_REQUIRE(k->run(nullptr));
+                    CUDA_REQUIRE(cudaDeviceSynchronize());
+                    check_close(t, test::download<uint16_t>(dd.ptr, want.size()), want);
+                }
+            }
+        }
+}
+
+TEST_CASE("launch_gelu applies the exact GELU in place", "[gpu][kernels]") {
+    STOF_REQUIRE_GPU();
+    std::mt19937_64 rng = test::make_rng();
+    for (const ElemType t : {ElemType::f16, ElemType::bf16}) {
+        const std::vector<uint16_t> x = random_bits(t, 100003, 8.0, rng);
+        std::vector<double> want(x.size());
+        for (size_t i = 0; i < x.size(); ++i) want[i] = gelu(from_bits(t, x[i]));
+        test::DeviceBuffer d(x.size() * 2);
+        test::upload(d, x);
+        CUDA_REQUIRE(kernels::launch_gelu(t, d.ptr, static_cast<int64_t>(x.size()), nullptr));
+        CUDA_REQUIRE(cudaDeviceSynchronize());
+        check_close(t, test::download<uint16_t>(d.ptr, x.size()), want);
+    }
+}
