@@ -120,17 +120,24 @@ std::string OutputComparison::verdict(size_t o) const {
     return "";
 }
 
-std::string check_outputs(const std::vector<Tensor>& candidate, const std::vector<Tensor>& reference) {
+std::string check_outputs(const std::vector<CandidateOutput>& candidate, const std::vector<Tensor>& reference) {
     if (candidate.size() != reference.size())
         return fmt::format("{} outputs, the reference has {}", candidate.size(), reference.size());
     for (size_t o = 0; o < candidate.size(); ++o) {
         if (std::string why = layout_mismatch(o, candidate[o].dtype, candidate[o].shape, reference[o]); !why.empty())
             return why;
         OutputComparison c(reference[o]);
-        c.add(candidate[o].bytes.data(), candidate[o].numel());
+        candidate[o].feed(c);
         if (std::string why = c.verdict(o); !why.empty()) return why;
     }
     return "";
+}
+
+std::string check_outputs(const std::vector<Tensor>& candidate, const std::vector<Tensor>& reference) {
+    std::vector<CandidateOutput> pieces;
+    for (const Tensor& t : candidate)
+        pieces.push_back({t.dtype, t.shape, [&t](OutputComparison& c) { c.add(t.bytes.data(), t.numel()); }});
+    return check_outputs(pieces, reference);
 }
 
 }  // namespace stof::tune

@@ -9,15 +9,13 @@
 
 #include "stof/tensor.hpp"
 
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace stof::tune {
 
 inline constexpr int64_t kCompareBlock = 65536;
-
-// Empty when they match; else why not ("output 1: relative error 3.2e-2 > 1e-2").
-std::string check_outputs(const std::vector<Tensor>& candidate, const std::vector<Tensor>& reference);
 
 double output_tolerance(DType t);
 
@@ -42,5 +40,17 @@ private:
     int64_t bad_ = -1;            // the first element whose non-finite value differs
     double bad_value_ = 0;        // the candidate's value there
 };
+
+// A candidate output that arrives in pieces: its type and shape, and feed(c), which adds its
+// elements to c in order (a GPU's output through a staging buffer).
+struct CandidateOutput {
+    DType dtype = DType::undefined;
+    Shape shape;
+    std::function<void(OutputComparison&)> feed;
+};
+
+// Empty when they match; else why not ("output 1: relative error 3.2e-2 > 1e-2").
+std::string check_outputs(const std::vector<CandidateOutput>& candidate, const std::vector<Tensor>& reference);
+std::string check_outputs(const std::vector<Tensor>& candidate, const std::vector<Tensor>& reference);
 
 }  // namespace stof::tune

@@ -199,18 +199,16 @@ private:
     // piece as it leaves the GPU.
     std::string compare_outputs(exec::Executor& ex, const std::vector<Tensor>& reference) {
         const plan::Plan& p = ex.plan();
-        if (p.outputs.size() != reference.size())
-            return fmt::format("{} outputs, the reference has {}", p.outputs.size(), reference.size());
-        for (size_t o = 0; o < p.outputs.size(); ++o) {
-            const plan::TensorDesc& d = p.tensors[static_cast<size_t>(p.outputs[o])];
-            if (std::string why = layout_mismatch(o, d.dtype, d.shape, reference[o]); !why.empty()) return why;
-            OutputComparison c(reference[o]);
-            staging_.download(ex, p.outputs[o], [&](const void* piece, size_t, size_t bytes) {
-                c.add(piece, static_cast<int64_t>(bytes / dtype_size(d.dtype)));
-            });
-            if (std::string why = c.verdict(o); !why.empty()) return why;
+        std::vector<CandidateOutput> outputs;
+        for (int32_t o : p.outputs) {
+            const plan::TensorDesc& d = p.tensors[static_cast<size_t>(o)];
+            outputs.push_back({d.dtype, d.shape, [this, &ex, o, size = dtype_size(d.dtype)](OutputComparison& c) {
+                                   staging_.download(ex, o, [&](const void* piece, size_t, size_t bytes) {
+                                       c.add(piece, static_cast<int64_t>(bytes / size));
+                                   });
+                               }});
         }
-        return "";
+        return check_outputs(outputs, reference);
     }
 
     // `copies` runs of ex's steps captured into one CUDA graph.

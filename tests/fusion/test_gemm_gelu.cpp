@@ -10,6 +10,7 @@
 #include "fusion/search.hpp"
 #include "onnx/import.hpp"
 #include "onnx_builder.hpp"
+#include "oracle.hpp"
 #include "pipeline.hpp"
 #include "plan/plan_reader.hpp"
 #include "plan/plan_writer.hpp"
@@ -26,6 +27,7 @@
 using namespace stof;
 using fusion::Segment;
 using fusion::SegmentKind;
+using test::Oracle;
 
 namespace {
 
@@ -66,19 +68,6 @@ int gelu_sites(const ir::Graph& g, bool target) {
     for (const fusion::Site& s : fusion::find_sites(g, {target})) n += s.field == fusion::Site::gelu_in_gemm;
     return n;
 }
-
-// Times from a function of the segment, as the GPU would measure them.
-class Oracle final : public fusion::Evaluator {
-public:
-    explicit Oracle(std::function<double(const ir::Graph&, const Segment&)> f) : f_(std::move(f)) {}
-    fusion::Timing segment(const ir::Graph& g, const fusion::FusionPlan&, const Segment& s) override {
-        return {s.kind == SegmentKind::view ? 0.0 : f_(g, s), 0};
-    }
-    const char* source() const override { return "measured"; }
-
-private:
-    std::function<double(const ir::Graph&, const Segment&)> f_;
-};
 
 // A GEMM costs 10, the fused GEMM with its GELU 11, any other kernel 5.
 double cheap_fused(const ir::Graph& g, const Segment& s) {

@@ -5,6 +5,7 @@
 #include "compile_options.hpp"
 #include "fusion/cost_model.hpp"
 #include "fusion/search.hpp"
+#include "oracle.hpp"
 #include "onnx/import.hpp"
 #include "onnx_builder.hpp"
 #include "pipeline.hpp"
@@ -27,30 +28,9 @@
 using namespace stof;
 using fusion::Segment;
 using fusion::SegmentKind;
+using test::Oracle;
 
 namespace {
-
-// Times from a function of the segment: what the GPU would measure. A whole plan takes
-// the sum of its segments' times.
-class Oracle final : public fusion::Evaluator {
-public:
-    explicit Oracle(std::function<double(const ir::Graph&, const Segment&)> f) : f_(std::move(f)) {}
-    fusion::Timing segment(const ir::Graph& g, const fusion::FusionPlan&, const Segment& s) override {
-        ++timed[fusion::segment_signature(g, s) + "#" + s.config.str()];
-        return {time(g, s), 0};
-    }
-    fusion::Timing plan(const ir::Graph& g, const fusion::FusionPlan& p) override {
-        fusion::Timing t{0, 0};
-        for (const Segment& s : p.segments) t.us += time(g, s);
-        return t;
-    }
-    const char* source() const override { return "measured"; }  // as the GPU's: a plan records it
-    std::map<std::string, int> timed;                           // signature#config → how often segment() timed it
-
-private:
-    double time(const ir::Graph& g, const Segment& s) const { return s.kind == SegmentKind::view ? 0.0 : f_(g, s); }
-    std::function<double(const ir::Graph&, const Segment&)> f_;
-};
 
 ir::Graph pipelined(const std::string& bytes) {
     ir::Graph g = import_onnx_bytes(bytes, "", "sample");
