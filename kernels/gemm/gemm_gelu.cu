@@ -1,6 +1,7 @@
 // gemm_gelu_refusal, gemm_gelu_workspace, prepare_gemm_gelu: the checks in front of the
 // sm_90a kernels (gemm_gelu_instances.hpp); launch_gelu: the GELU alone, for any device.
 #include "gemm_gelu_instances.hpp"
+#include "stof/kernels/gelu_erf.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -24,9 +25,6 @@ std::string current_cc(int& major, int& minor) {
     return e == cudaSuccess ? "" : std::string("no CUDA device: ") + cudaGetErrorString(e);
 }
 
-// GELU(x) = x/2 · (1 + erf(x/√2)), in fp32.
-__device__ __forceinline__ float gelu(float x) { return 0.5f * x * (1.f + erff(x * 0.70710678118654752f)); }
-
 template <class T> __device__ __forceinline__ float to_f32(T x);
 template <> __device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
 template <> __device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
@@ -37,7 +35,7 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_f32(float x) { return 
 template <class T> __global__ void gelu_kernel(T* x, int64_t count) {
     for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
          i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-        x[i] = from_f32<T>(gelu(to_f32(x[i])));
+        x[i] = from_f32<T>(gelu_erf(to_f32(x[i])));
 }
 
 }  // namespace

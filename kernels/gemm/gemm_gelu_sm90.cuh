@@ -1,7 +1,7 @@
 // The Hopper GEMM + bias + GELU (stof/kernels/gemm_gelu.hpp) as CUTLASS kernels: TMA loads
 // into a multi-stage shared-memory ring, wgmma with both operands in shared memory, a
 // producer warpgroup and two consumer warpgroups, persistent CTAs, and an epilogue that
-// computes GELU(acc + bias) in fp32 and stores D through shared memory by TMA. Compiled for
+// computes GELU(acc + bias) in fp32 (gelu_erf) and stores D through shared memory by TMA. Compiled for
 // sm_90a alone (gemm_gelu_f16.cu, gemm_gelu_bf16.cu instantiate it).
 //
 // Layouts: A [m, k] row-major (K-major), B [k, n] row-major (N-major: wgmma reads it
@@ -9,18 +9,34 @@
 #pragma once
 
 #include "gemm_gelu_instances.hpp"
+#include "stof/kernels/gelu_erf.hpp"
 
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
 #include "cutlass/epilogue/collective/collective_builder.hpp"
 #include "cutlass/epilogue/fusion/operations.hpp"
-#include "cutlass/epilogue/thread/activation.h"
 #include "cutlass/gemm/collective/collective_builder.hpp"
 #include "cutlass/gemm/device/gemm_universal_adapter.h"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/util/packed_stride.hpp"
 
 namespace stof::kernels::gemm {
+
+// The epilogue's activation: gelu_erf on each fp32 value (CUTLASS applies it to arrays).
+template <class T> struct GeluErf;
+template <> struct GeluErf<float> {
+    static constexpr bool kIsHeavy = true;
+    CUTLASS_HOST_DEVICE float operator()(float x) const { return gelu_erf(x); }
+};
+template <int N> struct GeluErf<cutlass::Array<float, N>> {
+    static constexpr bool kIsHeavy = true;
+    CUTLASS_HOST_DEVICE cutlass::Array<float, N> operator()(const cutlass::Array<float, N>& x) const {
+        cutlass::Array<float, N> y;
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < N; ++i) y[i] = gelu_erf(x[i]);
+        return y;
+    }
+};
 
 template <int Config> struct GemmGeluConfig;
 template <> struct GemmGeluConfig<0> {
@@ -40,8 +56,8 @@ template <class T, int Config> struct GemmGeluKernel {
     using Cfg = GemmGeluConfig<Config>;
     static constexpr int kAlign = 8;  // elements per 16 bytes: TMA's alignment
     using Cluster = cute::Shape<cute::_1, cute::_1, cute::_1>;
-    // D = GELU(1 · acc + bias), the exact (erf) GELU of cutlass::epilogue::thread::GELU in fp32.
-    using Fusion = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<cutlass::epilogue::thread::GELU, T, float, T, void>;
+    // D = GELU(1 · acc + bias), the exact (erf) GELU in fp32 (gelu_erf).
+    using Fusion = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<GeluErf, T, float, T, void>;
     using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
         cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, typename Cfg::Tile, Cluster,
         cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, cutlass::layout::RowMajor, kAlign, T,

@@ -39,7 +39,7 @@ std::string step_label(const Step& s) {
 std::string step_kernel_name(const Plan& p, const Step& s) {
     switch (s.kind) {
         case StepKind::launch: return p.kernels.at(static_cast<size_t>(s.launch.kernel)).key;
-        case StepKind::gemm: return "cublasLt";
+        case StepKind::gemm: return fused_epilogue(s.gemm.epilogue) ? "gemm_gelu" : "cublasLt";
         case StepKind::attention: return attention_kernel_name(s.attention.kernel);
         case StepKind::key_valid: return "key_valid";
         case StepKind::copy: return "memcpy";

@@ -252,7 +252,7 @@ const char* epilogue_name(Epilogue e);
 const char* attention_kernel_name(int32_t kernel);
 // What a step is, for listings and profiles: its label, else its kind's name in
 // words ("sparse_attention" for attention); and the kernel that runs it (the
-// launch's kernel key, "cublasLt", an attention kernel, "memcpy", ...).
+// launch's kernel key, "cublasLt", "gemm_gelu" for the fused GEMM, an attention kernel, "memcpy", ...).
 std::string step_label(const Step& s);
 std::string step_kernel_name(const Plan& p, const Step& s);
 

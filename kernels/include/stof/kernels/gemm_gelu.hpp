@@ -5,7 +5,7 @@
 //   bias  [n]                                  d  [m, n] row-major
 //   d[i, j] = GELU(Σ_l a[i, l] · b[l, j] + bias[j]),  GELU(x) = x/2 · (1 + erf(x/√2))
 // a, b, bias and d of one type (fp16 or bf16); products summed in fp32, the bias and
-// GELU in fp32, d rounded once.
+// GELU in fp32 (gelu_erf: stof/kernels/gelu_erf.hpp), d rounded once.
 #pragma once
 
 #include "stof/kernels/elem_type.hpp"
