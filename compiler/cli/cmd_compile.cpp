@@ -162,6 +162,7 @@ void run_compile(const CompileArgs& a) {
         id.nvrtc = codegen::nvrtc_version();
         id.stofc = kVersion;
         id.templates = fmt::format("{:016x}", codegen::templates_hash());
+        id.kernels = tune::kernels_digest();
         const tune::TuneCache cache = tune::TuneCache::for_arch(
             a.cache_dir.empty() ? codegen::default_cache_dir() : a.cache_dir, id, arch);
         model = std::make_unique<fusion::CostModel>(opt.lower.precision);

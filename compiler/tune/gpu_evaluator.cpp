@@ -44,7 +44,8 @@ GpuEvaluator::GpuEvaluator(GpuEvaluatorOptions opt) : opt_(std::move(opt)), meas
                  codegen::nvrtc_version(),
                  d.cublaslt_version,
                  kVersion,
-                 fmt::format("{:016x}", codegen::templates_hash())};
+                 fmt::format("{:016x}", codegen::templates_hash()),
+                 kernels_digest()};
     cache_ = std::make_unique<TuneCache>(opt_.cache_dir, identity_);
 }
 

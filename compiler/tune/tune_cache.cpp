@@ -24,9 +24,9 @@ namespace {
 using codegen::fnv1a;
 
 json to_json(const CacheIdentity& id) {
-    return {{"gpu", id.gpu},       {"sm_count", id.sm_count},  {"cc", {id.cc_major, id.cc_minor}},
-            {"driver", id.driver}, {"nvrtc", id.nvrtc},        {"cublaslt", id.cublaslt},
-            {"stofc", id.stofc},   {"templates", id.templates}};
+    return {{"gpu", id.gpu},       {"sm_count", id.sm_count},   {"cc", {id.cc_major, id.cc_minor}},
+            {"driver", id.driver}, {"nvrtc", id.nvrtc},         {"cublaslt", id.cublaslt},
+            {"stofc", id.stofc},   {"templates", id.templates}, {"kernels", id.kernels}};
 }
 
 CacheIdentity identity_from(const json& j) {
@@ -40,6 +40,7 @@ CacheIdentity identity_from(const json& j) {
     id.cublaslt = j.at("cublaslt").get<size_t>();
     id.stofc = j.at("stofc").get<std::string>();
     id.templates = j.at("templates").get<std::string>();
+    id.kernels = j.value("kernels", "");  // absent in files of builds before it: another identity
     return id;
 }
 
@@ -76,7 +77,9 @@ TuneCache TuneCache::for_arch(const std::string& dir, const CacheIdentity& id, c
         TuneCache one;
         if (!one.load(f.string(), nullptr)) continue;
         const CacheIdentity& got = one.id_;
-        if (got.arch() != arch || got.nvrtc != id.nvrtc || got.stofc != id.stofc || got.templates != id.templates) continue;
+        if (got.arch() != arch || got.nvrtc != id.nvrtc || got.stofc != id.stofc || got.templates != id.templates ||
+            got.kernels != id.kernels)
+            continue;
         for (const auto& [k, r] : one.records_) all.records_.emplace(k, r);
     }
     return all;

@@ -6,8 +6,9 @@
 // KEY is what was timed: a segment's signature (its ops, attributes, dtypes and shapes)
 // and config, or a whole plan's. The identity is everything else a time depends on: the
 // GPU (name, SM count, compute capability), the driver, NVRTC and cuBLASLt versions,
-// stofc's version and the templates' hash. A damaged file, or one whose identity is not
-// the one asked for, is reported in one line and ignored (and replaced on save).
+// stofc's version, the templates' hash and the prebuilt kernels' digest. A damaged file, or
+// one whose identity is not the one asked for, is reported in one line and ignored (and
+// replaced on save).
 #pragma once
 
 #include <cstdint>
@@ -26,9 +27,14 @@ struct CacheIdentity {
     size_t cublaslt = 0;
     std::string stofc;         // stofc's version
     std::string templates;     // codegen::templates_hash(), 16 hex digits
+    std::string kernels;       // kernels_digest(): the fused GEMM's times depend on it
     std::string arch() const;  // "sm_90"
     bool operator==(const CacheIdentity& o) const;
 };
+
+// The prebuilt kernels' sources and the CUTLASS they are built with, hashed at build time
+// (cmake/kernels_digest.cmake): 16 hex digits.
+const char* kernels_digest();
 
 struct CacheRecord {
     double us = 0, spread = 0;

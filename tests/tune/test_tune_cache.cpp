@@ -22,7 +22,8 @@ namespace {
 
 tune::CacheIdentity h100() {
     return {
-        "NVIDIA H100 80GB HBM3", 132, 9, 0, 13000, "13.0", 130100, "0.9.0", fmt::format("{:016x}", codegen::templates_hash())};
+        "NVIDIA H100 80GB HBM3", 132, 9, 0, 13000, "13.0", 130100, "0.9.0", fmt::format("{:016x}", codegen::templates_hash()),
+        "0123456789abcdef"};
 }
 
 fs::path fresh_dir(const std::string& name) {
@@ -57,12 +58,13 @@ TEST_CASE("tuning cache: records survive a round trip and only for the same iden
     CHECK(again.find("plan|x")->kind == "plan");
 
     // Any version in the identity changes: a different file, nothing found.
-    for (int field = 0; field < 4; ++field) {
+    for (int field = 0; field < 5; ++field) {
         tune::CacheIdentity id = h100();
         if (field == 0) id.driver = 13010;
         if (field == 1) id.stofc = "0.9.1";
         if (field == 2) id.templates = "0000000000000000";
         if (field == 3) id.sm_count = 114;
+        if (field == 4) id.kernels = "fedcba9876543210";
         CHECK_FALSE(tune::TuneCache(dir.string(), id).find("k1"));
     }
     // Offline: found by architecture when the software versions match.
@@ -71,6 +73,12 @@ TEST_CASE("tuning cache: records survive a round trip and only for the same iden
     tune::CacheIdentity newer = h100();
     newer.stofc = "1.0.0";
     CHECK_FALSE(tune::TuneCache::for_arch(dir.string(), newer, "sm_90").find("k1"));
+    // Kernels built from other sources (this build's digest is 16 hex digits).
+    CHECK(std::string(tune::kernels_digest()).find_first_not_of("0123456789abcdef") == std::string::npos);
+    CHECK(std::string(tune::kernels_digest()).size() == 16);
+    tune::CacheIdentity rebuilt = h100();
+    rebuilt.kernels = "fedcba9876543210";
+    CHECK_FALSE(tune::TuneCache::for_arch(dir.string(), rebuilt, "sm_90").find("k1"));
     fs::remove_all(dir);
 }
 
@@ -96,6 +104,14 @@ TEST_CASE("tuning cache: a damaged or foreign file is ignored and replaced on sa
          [&] {
              std::string s = good;
              s.replace(s.find("H100"), 4, "A100");
+             return s;
+         }()},
+        {"a file written before the kernels' digest",
+         [&] {
+             std::string s = good;
+             const std::string entry = "\"kernels\": \"0123456789abcdef\",";
+             REQUIRE(s.find(entry) != std::string::npos);
+             s.erase(s.find(entry), entry.size());
              return s;
          }()},
         {"not JSON", std::string("\x7f"
