@@ -1,6 +1,7 @@
 // gemm_gelu_refusal, gemm_gelu_workspace, prepare_gemm_gelu: the checks in front of the
 // sm_90a kernels (gemm_gelu_instances.hpp); launch_gelu: the GELU alone, for any device.
 #include "gemm_gelu_instances.hpp"
+#include "sm90_device.hpp"
 #include "stof/kernels/gelu_erf.hpp"
 
 #include <cuda_bf16.h>
@@ -15,15 +16,6 @@ namespace stof::kernels {
 namespace {
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-// The compute capability of the current device, or why it cannot be read.
-std::string current_cc(int& major, int& minor) {
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    return e == cudaSuccess ? "" : std::string("no CUDA device: ") + cudaGetErrorString(e);
-}
 
 template <class T> __device__ __forceinline__ float to_f32(T x);
 template <> __device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
@@ -50,12 +42,7 @@ std::string gemm_gelu_refusal(const GemmGeluArgs& a, int config) {
     if (a.n % 8 != 0 || a.k % 8 != 0) return "n and k must be multiples of 8 (16-byte rows for the tensor copies)";
     if (!a.a || !a.b || !a.bias || !a.d) return "a pointer is null";
     if (!aligned16(a.a) || !aligned16(a.b) || !aligned16(a.bias) || !aligned16(a.d)) return "a pointer is not 16-byte aligned";
-    int major = 0, minor = 0;
-    if (std::string why = current_cc(major, minor); !why.empty()) return why;
-    if (major != 9 || minor != 0)
-        return "the device is of compute capability " + std::to_string(major) + "." + std::to_string(minor) +
-               ", the kernel runs on 9.0 alone";
-    return "";
+    return gemm::sm90_device_refusal();
 }
 
 size_t gemm_gelu_workspace(const GemmGeluArgs& a, int config) {
@@ -64,8 +51,8 @@ size_t gemm_gelu_workspace(const GemmGeluArgs& a, int config) {
                                     : gemm::Instances<ElemType::f16>::workspace(a, config);
 }
 
-std::unique_ptr<GemmGelu> prepare_gemm_gelu(const GemmGeluArgs& a, int config, void* workspace, cudaStream_t stream,
-                                            std::string& why) {
+std::unique_ptr<FusedGemm> prepare_gemm_gelu(const GemmGeluArgs& a, int config, void* workspace, cudaStream_t stream,
+                                             std::string& why) {
     why = gemm_gelu_refusal(a, config);
     if (!why.empty()) return nullptr;
     if (gemm_gelu_workspace(a, config) > 0 && !workspace) {

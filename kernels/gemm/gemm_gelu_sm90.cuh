@@ -87,7 +87,7 @@ template <class T, int Config> struct GemmGeluKernel {
 };
 
 // One prepared kernel: CUTLASS's parameters built once, run() launches them.
-template <class T, int Config> class PreparedGemmGelu final : public GemmGelu {
+template <class T, int Config> class PreparedGemmGelu final : public FusedGemm {
 public:
     using K = GemmGeluKernel<T, Config>;
     // Empty when prepared, else why not.
@@ -121,7 +121,7 @@ template <class T, int Config> size_t workspace_of(const GemmGeluArgs& a) {
 }
 
 template <class T, int Config>
-std::unique_ptr<GemmGelu> prepare_of(const GemmGeluArgs& a, void* workspace, cudaStream_t stream, std::string& why) {
+std::unique_ptr<FusedGemm> prepare_of(const GemmGeluArgs& a, void* workspace, cudaStream_t stream, std::string& why) {
     auto p = std::make_unique<PreparedGemmGelu<T, Config>>();
     why = p->prepare(a, workspace, stream);
     if (!why.empty()) return nullptr;
@@ -133,8 +133,8 @@ template <ElemType E> size_t Instances<E>::workspace(const GemmGeluArgs& a, int 
 }
 
 template <ElemType E>
-std::unique_ptr<GemmGelu> Instances<E>::prepare(const GemmGeluArgs& a, int config, void* workspace, cudaStream_t stream,
-                                                std::string& why) {
+std::unique_ptr<FusedGemm> Instances<E>::prepare(const GemmGeluArgs& a, int config, void* workspace, cudaStream_t stream,
+                                                 std::string& why) {
     return config == 0 ? prepare_of<CutlassOf<E>, 0>(a, workspace, stream, why)
                        : prepare_of<CutlassOf<E>, 1>(a, workspace, stream, why);
 }

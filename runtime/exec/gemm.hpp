@@ -69,7 +69,7 @@ public:
 
 private:
     std::unique_ptr<LtGemm> lt_gemm_;
-    std::unique_ptr<kernels::GemmGelu> fused_;
+    std::unique_ptr<kernels::FusedGemm> fused_;
     void* fused_workspace_ = nullptr;  // the fused kernel's own (its state must persist between runs)
     std::string fallback_;
     kernels::ElemType gelu_type_ = kernels::ElemType::f16;

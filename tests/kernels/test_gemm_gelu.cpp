@@ -109,7 +109,7 @@ TEST_CASE("gemm_gelu computes GELU(A·B + bias) in both types and configs, tails
                 REQUIRE(refused.empty());
                 test::DeviceBuffer ws(kernels::gemm_gelu_workspace(a, config));
                 std::string why;
-                const std::unique_ptr<kernels::GemmGelu> k = kernels::prepare_gemm_gelu(a, config, ws.ptr, nullptr, why);
+                const std::unique_ptr<kernels::FusedGemm> k = kernels::prepare_gemm_gelu(a, config, ws.ptr, nullptr, why);
                 INFO(why);
                 REQUIRE(k != nullptr);
                 // Twice through the prepared kernel, the output poisoned (NaN) before each run.

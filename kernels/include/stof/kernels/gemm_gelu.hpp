@@ -9,6 +9,7 @@
 #pragma once
 
 #include "stof/kernels/elem_type.hpp"
+#include "stof/kernels/fused_gemm.hpp"
 
 #include <cuda_runtime.h>
 
@@ -35,12 +36,6 @@ inline constexpr int kGemmGeluConfigs = 2;
 
 // The fused kernel runs on compute capability 9.0 alone (sm_90a instructions); elsewhere
 // a caller runs the GEMM with a bias epilogue and then launch_gelu.
-class GemmGelu {
-public:
-    virtual ~GemmGelu() = default;
-    // Enqueues the GEMM on `stream` (one launch; capturable in a CUDA graph).
-    virtual cudaError_t run(cudaStream_t stream) const = 0;
-};
 
 // Why the fused kernel cannot run `a` with `config` on the current device ("" when it can):
 // a device other than compute capability 9.0, m, n or k outside [1, 2^31), n or k not a
@@ -52,8 +47,8 @@ size_t gemm_gelu_workspace(const GemmGeluArgs& a, int config);
 // `workspace` holds gemm_gelu_workspace bytes, kept for its life and used by no one else,
 // initialised on `stream` (synchronised before returning). nullptr, with `why` set, when
 // refused or when the preparation fails.
-std::unique_ptr<GemmGelu> prepare_gemm_gelu(const GemmGeluArgs& a, int config, void* workspace, cudaStream_t stream,
-                                            std::string& why);
+std::unique_ptr<FusedGemm> prepare_gemm_gelu(const GemmGeluArgs& a, int config, void* workspace, cudaStream_t stream,
+                                             std::string& why);
 
 // x[i] = GELU(x[i]) for i < count, in place, any compute capability (the same GELU, for a
 // GEMM whose bias epilogue ran elsewhere). Asynchronous on `stream`; cudaErrorInvalidValue

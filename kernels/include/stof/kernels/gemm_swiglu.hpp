@@ -1,0 +1,46 @@
+// A GEMM whose epilogue is the SwiGLU gate of a gated feed-forward block (LLaMA's MLP), over
+// gate and up weights whose columns alternate. See kernels/gemm/README.md.
+//
+//   a  [m, k] row-major (k contiguous)      b  [k, 2n] row-major: column 2j is the gate's
+//   d  [m, n] row-major                     column j, column 2j + 1 the up projection's
+//   g = Σ_l a[i, l] · b[l, 2j],  u = Σ_l a[i, l] · b[l, 2j + 1]
+//   d[i, j] = silu(g) · u,  silu(g) = g / (1 + e^(−g))
+// a, b and d of one type (fp16 or bf16); products summed in fp32, the gate in fp32, d
+// rounded once. interleave_gate_up puts a [k, n] gate and a [k, n] up weight in that order.
+#pragma once
+
+#include "stof/kernels/elem_type.hpp"
+#include "stof/kernels/fused_gemm.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace stof::kernels {
+
+struct GemmSwigluArgs {
+    ElemType type = ElemType::f16;
+    int64_t m = 0, n = 0, k = 0;  // n: d's columns (b has 2n)
+    const void* a = nullptr;
+    const void* b = nullptr;
+    void* d = nullptr;
+};
+
+// The tile configurations (a plan's GemmStep::algo for these steps):
+//   0  128 x 256 tiles of b's columns (128 of d's), both consumer warpgroups on one tile
+inline constexpr int kGemmSwigluConfigs = 1;
+
+// Why the fused kernel cannot run `a` with `config` on the current device ("" when it can):
+// a device other than compute capability 9.0, m, 2n or k outside [1, 2^31), n or k not a
+// multiple of 8, a pointer not 16-byte aligned, a config outside [0, kGemmSwigluConfigs).
+std::string gemm_swiglu_refusal(const GemmSwigluArgs& a, int config);
+// The kernel prepared for `a` once (its tensor maps built for these pointers and sizes, a
+// workspace of its own where it needs one, initialised on `stream`, synchronised before
+// returning). nullptr, with `why` set, when refused or when the preparation fails.
+std::unique_ptr<FusedGemm> prepare_gemm_swiglu(const GemmSwigluArgs& a, int config, cudaStream_t stream, std::string& why);
+
+// out [k, 2n] = gate [k, n] and up [k, n] with their columns alternating (out[:, 2j] = gate[:, j],
+// out[:, 2j + 1] = up[:, j]); elements of `elem_bytes` bytes, row-major, host memory.
+void interleave_gate_up(const void* gate, const void* up, void* out, int64_t k, int64_t n, int elem_bytes);
+
+}  // namespace stof::kernels
