@@ -1,10 +1,9 @@
 // gemm_swiglu_refusal, prepare_gemm_swiglu: the checks in front of the sm_90a kernels
-// (gemm_swiglu_instances.hpp); interleave_gate_up: the weight layout they read.
+// (gemm_swiglu_instances.hpp).
 #include "gemm_swiglu_instances.hpp"
 #include "sm90_device.hpp"
 
 #include <cstdint>
-#include <cstring>
 #include <string>
 
 namespace stof::kernels {
@@ -28,19 +27,6 @@ std::unique_ptr<FusedGemm> prepare_gemm_swiglu(const GemmSwigluArgs& a, int conf
     if (!why.empty()) return nullptr;
     return a.type == ElemType::bf16 ? gemm::SwigluInstances<ElemType::bf16>::prepare(a, config, stream, why)
                                     : gemm::SwigluInstances<ElemType::f16>::prepare(a, config, stream, why);
-}
-
-void interleave_gate_up(const void* gate, const void* up, void* out, int64_t k, int64_t n, int elem_bytes) {
-    const auto* g = static_cast<const unsigned char*>(gate);
-    const auto* u = static_cast<const unsigned char*>(up);
-    auto* o = static_cast<unsigned char*>(out);
-    const size_t es = static_cast<size_t>(elem_bytes);
-    for (int64_t r = 0; r < k; ++r)
-        for (int64_t j = 0; j < n; ++j) {
-            const size_t src = static_cast<size_t>(r * n + j) * es, dst = static_cast<size_t>(r * 2 * n + 2 * j) * es;
-            std::memcpy(o + dst, g + src, es);
-            std::memcpy(o + dst + es, u + src, es);
-        }
 }
 
 }  // namespace stof::kernels

@@ -31,8 +31,13 @@ std::vector<uint16_t> random_bits(ElemType t, size_t n, double scale, std::mt199
 TEST_CASE("interleave_gate_up alternates the gate's and the up projection's columns", "[cpu][kernels]") {
     const std::vector<uint16_t> gate = {1, 2, 3, 4, 5, 6}, up = {11, 12, 13, 14, 15, 16};  // [2, 3] each
     std::vector<uint16_t> out(12, 0);
-    kernels::interleave_gate_up(gate.data(), up.data(), out.data(), 2, 3, 2);
+    kernels::interleave_gate_up(gate.data(), up.data(), 3, out.data(), 2, 3, 2);
     CHECK(out == std::vector<uint16_t>{1, 11, 2, 12, 3, 13, 4, 14, 5, 15, 6, 16});
+    // The two halves of one [2, 6] matrix: rows 6 apart.
+    const std::vector<uint16_t> both = {1, 2, 3, 11, 12, 13, 4, 5, 6, 14, 15, 16};
+    std::vector<uint16_t> out2(12, 0);
+    kernels::interleave_gate_up(both.data(), both.data() + 3, 6, out2.data(), 2, 3, 2);
+    CHECK(out2 == out);
 }
 
 TEST_CASE("gemm_swiglu refuses what the kernel cannot run, naming why", "[cpu][kernels]") {
@@ -67,7 +72,7 @@ TEST_CASE("gemm_swiglu computes silu(A·Bg) · A·Bu in both types, tails in m, 
             const std::vector<uint16_t> hg = random_bits(t, static_cast<size_t>(z.k * z.n), 3.0 / std::sqrt(z.k), rng);
             const std::vector<uint16_t> hu = random_bits(t, static_cast<size_t>(z.k * z.n), 3.0 / std::sqrt(z.k), rng);
             std::vector<uint16_t> hb(hg.size() * 2);
-            kernels::interleave_gate_up(hg.data(), hu.data(), hb.data(), z.k, z.n, 2);
+            kernels::interleave_gate_up(hg.data(), hu.data(), z.n, hb.data(), z.k, z.n, 2);
             std::vector<double> want(static_cast<size_t>(z.m * z.n));
             for (int64_t i = 0; i < z.m; ++i)
                 for (int64_t j = 0; j < z.n; ++j) {

@@ -13,6 +13,7 @@
 #include "stof/kernels/fused_gemm.hpp"
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -40,7 +41,20 @@ std::string gemm_swiglu_refusal(const GemmSwigluArgs& a, int config);
 std::unique_ptr<FusedGemm> prepare_gemm_swiglu(const GemmSwigluArgs& a, int config, cudaStream_t stream, std::string& why);
 
 // out [k, 2n] = gate [k, n] and up [k, n] with their columns alternating (out[:, 2j] = gate[:, j],
-// out[:, 2j + 1] = up[:, j]); elements of `elem_bytes` bytes, row-major, host memory.
-void interleave_gate_up(const void* gate, const void* up, void* out, int64_t k, int64_t n, int elem_bytes);
+// out[:, 2j + 1] = up[:, j]); gate's and up's rows `ld` elements apart (n when each is a
+// matrix of its own, 2n for the halves of one [k, 2n] matrix), out's 2n; elements of
+// `elem_bytes` bytes, host memory.
+inline void interleave_gate_up(const void* gate, const void* up, int64_t ld, void* out, int64_t k, int64_t n, int elem_bytes) {
+    const auto* g = static_cast<const unsigned char*>(gate);
+    const auto* u = static_cast<const unsigned char*>(up);
+    auto* o = static_cast<unsigned char*>(out);
+    const auto es = static_cast<size_t>(elem_bytes);
+    for (int64_t r = 0; r < k; ++r)
+        for (int64_t j = 0; j < n; ++j) {
+            const size_t src = static_cast<size_t>(r * ld + j) * es, dst = static_cast<size_t>(r * 2 * n + 2 * j) * es;
+            std::memcpy(o + dst, g + src, es);
+            std::memcpy(o + dst + es, u + src, es);
+        }
+}
 
 }  // namespace stof::kernels
