@@ -66,7 +66,9 @@ std::vector<plan::SegmentInfo> segment_infos(const ir::Graph& g, const fusion::S
     for (const fusion::Segment& s : r.plan.segments) {
         plan::SegmentInfo info;
         info.kind = fusion::segment_kind_name(s.kind);
-        info.templ = fusion::fused_gelu_gemm(g, s) ? "gemm_gelu" : template_of(s.kind);
+        info.templ = fusion::fused_gelu_gemm(g, s)     ? "gemm_gelu"
+                     : fusion::fused_swiglu_gemm(g, s) ? "gemm_swiglu"
+                                                       : template_of(s.kind);
         info.config = s.config.str();
         const std::string sig = fusion::segment_signature(g, s);
         auto t = times.find(sig + "#" + s.config.str());
@@ -104,7 +106,7 @@ plan::Plan compile_model(ir::Graph& g, CompileOptions opt) {
     spdlog::info("after the passes: {} nodes: {}", g.nodes.size(), ir::op_histogram(g));
     fusion::CostModel model(opt.lower.precision);
     fusion::Evaluator& ev = opt.evaluator ? *opt.evaluator : model;
-    opt.search.sites.gemm_gelu = fusion::gemm_gelu_target(opt.lower.arch, opt.lower.precision);
+    opt.search.sites.fused_gemm = fusion::fused_gemm_target(opt.lower.arch, opt.lower.precision);
     if (!opt.search.progress) opt.search.progress = [](const std::string& line) { spdlog::debug("fusion {}", line); };
     const fusion::SearchResult found = [&] {
         ProgressPhase phase("fusion search");

@@ -151,7 +151,7 @@ void run_compile(const CompileArgs& a) {
             fusion::CostModel cost_model(precision);
             cost_model.use_measurements(measured_times(gpu->cache()));
             fusion::SearchOptions o;
-            o.sites.gemm_gelu = fusion::gemm_gelu_target(arch, precision);
+            o.sites.fused_gemm = fusion::fused_gemm_target(arch, precision);
             return fusion::search(g, cost_model, o);
         };
         spdlog::info("tuning ({}) on {}, budget {:.0f} s for all of it (the stages leave the final check its time)", tune,

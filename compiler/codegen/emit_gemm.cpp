@@ -1,9 +1,14 @@
 // MatMul and Gemm as GEMM steps (plan::GemmStep), row-major: cuBLASLt, or the fused GEMM + bias +
-// GELU kernel for an epilogue ending in the exact Gelu.
+// GELU kernel for an epilogue ending in the exact Gelu, or the fused GEMM + SwiGLU kernel for an
+// epilogue gating the halves of the result (fusion::fused_swiglu_gemm: Split, Sigmoid, Mul, Mul;
+// the weight's gate and up columns interleaved at compile time).
 #include "codegen/emitters.hpp"
 #include "precision.hpp"
 #include "ops/op_util.hpp"
 #include "stof/error.hpp"
+#include "stof/kernels/gemm_swiglu.hpp"
+
+#include <algorithm>
 
 namespace stof::codegen {
 
@@ -32,16 +37,49 @@ int64_t operand_stride(LowerState& st, int32_t& t, const Shape& b, const Shape& 
     return rows * cols;
 }
 
+// Whether n's result is read only by a Split into two equal halves (a merged gate|up
+// projection, merge-sibling-linear).
+bool split_in_halves(const ir::Graph& g, const ir::Node& n) {
+    const ir::Node* split = nullptr;
+    for (const ir::Node& x : g.nodes)
+        for (ir::ValueId v : x.inputs)
+            if (v == n.outputs[0]) {
+                if (split) return false;
+                split = &x;
+            }
+    return split && split->op == ir::Op::Split && split->outputs.size() == 2 &&
+           g.value(split->outputs[0]).shape == g.value(split->outputs[1]).shape &&
+           std::find(g.outputs.begin(), g.outputs.end(), n.outputs[0]) == g.outputs.end();
+}
+
 }  // namespace
 
 void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::Node*>& epilogue_nodes, int algo) {
     const ir::Graph& g = st.g;
     plan::GemmStep gs;
     gs.algo = static_cast<uint8_t>(algo);
-    gs.a = st.tensor(n.inputs[0]);
-    gs.b = st.tensor(n.inputs[1]);
     // cuBLASLt multiplies operands of one type: the plan's float storage type.
     const DType compute = float_dtype(st.precision);
+    const bool swiglu = epilogue_nodes.size() == 4 && epilogue_nodes[0]->op == ir::Op::Split;
+    gs.a = st.tensor(n.inputs[0]);
+    if (swiglu) {  // the weight [K, 2F] = [gate | up] with its columns interleaved: gate j, up j, ...
+        const ir::Value& w = g.value(n.inputs[1]);
+        STOF_CHECK(n.op == ir::Op::MatMul && w.data && w.shape.size() == 2 && w.shape[1] % 2 == 0 && compute != DType::f32,
+                   "{}: the SwiGLU gate folds into a 16-bit GEMM by a constant [K, 2F] weight only", n.label());
+        const Tensor halves = to_plan_precision(*w.data, st.precision);
+        Tensor interleaved(compute, halves.shape);
+        const int64_t f = w.shape[1] / 2;
+        const auto es = static_cast<int>(dtype_size(compute));
+        kernels::interleave_gate_up(halves.bytes.data(), halves.bytes.data() + f * es, 2 * f, interleaved.bytes.data(),
+                                    w.shape[0], f, es);
+        gs.b = st.add_weight(interleaved, n.name + "_gate_up_interleaved");
+    } else if (st.placeholder_weights && g.value(n.inputs[1]).data && split_in_halves(g, n)) {
+        // A merged gate|up weight keeps its values in a tuning plan (no placeholder): the fused
+        // SwiGLU GEMM reads it interleaved, and its unfused reference must see the same numbers.
+        gs.b = st.add_weight(to_plan_precision(*g.value(n.inputs[1]).data, st.precision), g.value(n.inputs[1]).name);
+    } else {
+        gs.b = st.tensor(n.inputs[1]);
+    }
     if (st.plan.tensors[static_cast<size_t>(gs.a)].dtype != compute) gs.a = emit_convert(st, gs.a, compute);
     if (st.plan.tensors[static_cast<size_t>(gs.b)].dtype != compute) gs.b = emit_convert(st, gs.b, compute);
     const ir::ValueId result = epilogue_nodes.empty() ? n.outputs[0] : epilogue_nodes.back()->outputs[0];
@@ -116,7 +154,13 @@ void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::No
     }
 
     std::vector<const ir::Node*> nodes{&n};
-    for (const ir::Node* e : epilogue_nodes) {
+    if (swiglu) {
+        STOF_CHECK(gs.batch == 1, "{}: the SwiGLU gate folds into one GEMM over every row only", n.label());
+        gs.epilogue = plan::Epilogue::swiglu;
+        gs.ldd = gs.n / 2;
+        nodes.insert(nodes.end(), epilogue_nodes.begin(), epilogue_nodes.end());
+    }
+    for (const ir::Node* e : swiglu ? std::vector<const ir::Node*>{} : epilogue_nodes) {
         nodes.push_back(e);
         const ir::ValueId other = e->op == ir::Op::Add
                                       ? (e->inputs[0] == nodes[nodes.size() - 2]->outputs[0] ? e->inputs[1] : e->inputs[0])

@@ -96,6 +96,45 @@ std::vector<int> gemm_epilogue(const ir::Graph& g, const ir::Node& n, int at, co
     return chain;
 }
 
+// The nodes after GEMM node n that the fused GEMM + SwiGLU applies: n's result split into two
+// halves along its last axis, g and u, then silu(g)·u as
+//   Split(p) → g, u;  Sigmoid(g);  Mul(g, Sigmoid(g));  Mul(that, u)
+// (either operand order), returned in that order; n a MatMul by a constant [K, N] weight
+// with K a multiple of 8 and N of 16, each value read only inside the pattern and no graph
+// output but the last. Empty when the pattern does not match.
+std::vector<int> swiglu_epilogue(const ir::Graph& g, const ir::Node& n, const std::vector<std::vector<int>>& cons,
+                                 const std::vector<char>& is_output) {
+    if (!fused_gemm_shapes(g, n)) return {};
+    const ir::Value& p = g.value(n.outputs[0]);
+    if (p.shape.empty() || p.shape.back() % 16 != 0) return {};
+    auto sole_reader = [&](ir::ValueId v) {
+        const auto& rd = cons[static_cast<size_t>(v)];
+        return rd.size() == 1 && !is_output[static_cast<size_t>(v)] ? rd[0] : -1;
+    };
+    auto node = [&](int i) -> const ir::Node& { return g.nodes[static_cast<size_t>(i)]; };
+    auto reads = [](const ir::Node& x, ir::ValueId a, ir::ValueId b) {
+        return x.inputs.size() == 2 && ((x.inputs[0] == a && x.inputs[1] == b) || (x.inputs[0] == b && x.inputs[1] == a));
+    };
+    const int split = sole_reader(n.outputs[0]);
+    if (split < 0 || node(split).op != Op::Split || node(split).outputs.size() != 2) return {};
+    const ir::ValueId gate = node(split).outputs[0], up = node(split).outputs[1];
+    Shape half = p.shape;
+    half.back() /= 2;
+    if (g.value(gate).shape != half || g.value(up).shape != half || is_output[static_cast<size_t>(gate)]) return {};
+    const auto& gate_readers = cons[static_cast<size_t>(gate)];
+    if (gate_readers.size() != 2) return {};
+    const int sig = node(gate_readers[0]).op == Op::Sigmoid ? gate_readers[0] : gate_readers[1];
+    const int silu = sig == gate_readers[0] ? gate_readers[1] : gate_readers[0];
+    if (node(sig).op != Op::Sigmoid || sole_reader(node(sig).outputs[0]) != silu || node(silu).op != Op::Mul ||
+        !reads(node(silu), gate, node(sig).outputs[0]))
+        return {};
+    const int out = sole_reader(node(silu).outputs[0]);
+    if (out < 0 || out != sole_reader(up) || node(out).op != Op::Mul || !reads(node(out), node(silu).outputs[0], up) ||
+        g.value(node(out).outputs[0]).shape != half)
+        return {};
+    return {split, sig, silu, out};
+}
+
 // LayerNormalization, RMSNorm or Softmax over trailing axes, without the Mean and
 // InvStdDev outputs: a row kernel that can compute its input inside (a prologue).
 bool row_normalisation(const ir::Graph& g, const ir::Node& n, const std::vector<std::vector<int>>& cons,
@@ -184,9 +223,11 @@ FusionPlan build(const ir::Graph& g, const Choices& c, bool merge_any, bool unfu
     std::vector<std::vector<int>> epilogue(g.nodes.size());
     for (size_t i = 0; i < g.nodes.size(); ++i) {
         if (unfused || lowering_of(g.nodes[i]) != Lowering::gemm) continue;
-        epilogue[i] = gemm_epilogue(g, g.nodes[i], static_cast<int>(i), cons, is_output, producer,
-                                    c.residual_in_gemm.count(static_cast<int>(i)) > 0,
-                                    c.gelu_in_gemm.count(static_cast<int>(i)) > 0);
+        epilogue[i] = c.swiglu_in_gemm.count(static_cast<int>(i))
+                          ? swiglu_epilogue(g, g.nodes[i], cons, is_output)
+                          : gemm_epilogue(g, g.nodes[i], static_cast<int>(i), cons, is_output, producer,
+                                          c.residual_in_gemm.count(static_cast<int>(i)) > 0,
+                                          c.gelu_in_gemm.count(static_cast<int>(i)) > 0);
         for (int e : epilogue[i]) folded_into[static_cast<size_t>(e)] = static_cast<int>(i);
     }
     auto fused = [&](int i) {
@@ -359,9 +400,12 @@ std::vector<Site> find_sites(const ir::Graph& g, const SiteOptions& o) {
             };
             seize(Site::residual_in_gemm, all.residual_in_gemm, gemm_epilogue(g, n, at, cons, is_output, producer, true, false),
                   "seize|", "seize: {} folds the residual {} (beta·C)");
-            if (o.gemm_gelu)
+            if (o.fused_gemm) {
                 seize(Site::gelu_in_gemm, all.gelu_in_gemm, gemm_epilogue(g, n, at, cons, is_output, producer, false, true),
                       "seize|gelu|", "seize: {} folds the exact {} (the fused GEMM)");
+                seize(Site::swiglu_in_gemm, all.swiglu_in_gemm, swiglu_epilogue(g, n, cons, is_output), "seize|swiglu|",
+                      "seize: {} folds the SwiGLU gate up to {} (the fused GEMM)");
+            }
         } else if (row_normalisation(g, n, cons, is_output) && fused_op(producer[static_cast<size_t>(n.inputs[0])])) {
             const std::string sig = nodes_sig(g, {at, producer[static_cast<size_t>(n.inputs[0])]});
             sites.push_back({MoveKind::expand, Site::norm_prologue, at, "expand|prologue|" + sig,
@@ -401,6 +445,7 @@ Choices with(Choices c, const std::vector<const Site*>& sites) {
         switch (s->field) {
             case Site::residual_in_gemm: c.residual_in_gemm.insert(static_cast<int>(s->key)); break;
             case Site::gelu_in_gemm: c.gelu_in_gemm.insert(static_cast<int>(s->key)); break;
+            case Site::swiglu_in_gemm: c.swiglu_in_gemm.insert(static_cast<int>(s->key)); break;
             case Site::norm_prologue: c.norm_prologue.insert(static_cast<int>(s->key)); break;
             case Site::norm_stores_input: c.norm_stores_input.insert(static_cast<int>(s->key)); break;
             case Site::multi_inline: c.multi_inline.insert(static_cast<ir::ValueId>(s->key)); break;

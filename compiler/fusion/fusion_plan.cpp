@@ -25,6 +25,10 @@ bool fused_gelu_gemm(const ir::Graph& g, const Segment& s) {
     return last.op == ir::Op::Gelu && last.attrs.s("approximate", "none") == "none";
 }
 
+bool fused_swiglu_gemm(const ir::Graph& g, const Segment& s) {
+    return s.kind == SegmentKind::gemm && s.nodes.size() == 5 && g.nodes[static_cast<size_t>(s.nodes[1])].op == ir::Op::Split;
+}
+
 std::string Config::str() const {
     std::string s;
     const std::pair<const char*, int> fields[] = {

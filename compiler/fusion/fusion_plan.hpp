@@ -21,7 +21,8 @@ enum class SegmentKind : uint8_t {
                   // from stored values through the fused nodes nodes[1..] (its prologue); outputs[1],
                   // when present, is that input, also stored
     gemm,         // a GEMM; nodes[1..] are the epilogue it applies (bias, residual, activation): cuBLASLt's,
-                  // or the fused kernel's (kernels/gemm) when it ends in the exact Gelu (fused_gelu_gemm)
+                  // or a fused kernel's (kernels/gemm) when it ends in the exact Gelu (fused_gelu_gemm)
+                  // or is the SwiGLU gate over the halves of its result (fused_swiglu_gemm)
     loop,         // one loop-kernel node (Conv, ConvTranspose, Resize, CumSum, ScatterND)
     attention,    // one SparseAttention node on the prebuilt kernels
 };
@@ -86,6 +87,9 @@ const char* segment_kind_name(SegmentKind k);
 // Whether s is a GEMM whose epilogue ends in the exact (erf) Gelu: it runs on the fused GEMM
 // + bias + GELU kernel of kernels/gemm, not on cuBLASLt.
 bool fused_gelu_gemm(const ir::Graph& g, const Segment& s);
+// Whether s is a GEMM whose epilogue is the SwiGLU gate over the halves of its result (Split,
+// Sigmoid, Mul, Mul): it runs on the fused GEMM + SwiGLU kernel of kernels/gemm.
+bool fused_swiglu_gemm(const ir::Graph& g, const Segment& s);
 // What a segment computes, independent of names and of where it is: its kind, its
 // nodes' ops and attributes, and the types and shapes of its values numbered in order
 // of first use (identical layers give identical signatures). Excludes the config.

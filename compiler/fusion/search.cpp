@@ -43,7 +43,9 @@ std::vector<Config> config_space(const ir::Graph& g, const Segment& s) {
             for (int block : {0, 128, 512})
                 for (int grid : {0, 1024, 4096, 32768}) out.push_back({block, 0, grid, vec});
     } else if (s.kind == SegmentKind::gemm) {
-        const int algos = fused_gelu_gemm(g, s) ? plan::kGemmGeluConfigs : plan::kGemmAlgos;
+        const int algos = fused_gelu_gemm(g, s)     ? plan::kGemmGeluConfigs
+                          : fused_swiglu_gemm(g, s) ? plan::kGemmSwigluConfigs
+                                                    : plan::kGemmAlgos;
         for (int algo = 0; algo < algos; ++algo) out.push_back({0, 0, 0, 0, algo});
     } else if (s.kind == SegmentKind::rownorm) {
         const Shape& x = g.value(g.nodes[static_cast<size_t>(s.nodes.front())].inputs[0]).shape;
@@ -58,7 +60,7 @@ std::vector<Config> config_space(const ir::Graph& g, const Segment& s) {
     return out;
 }
 
-bool gemm_gelu_target(const std::string& arch, Precision precision) {
+bool fused_gemm_target(const std::string& arch, Precision precision) {
     return arch == "sm_90" && (precision == Precision::fp16 || precision == Precision::bf16);
 }
 

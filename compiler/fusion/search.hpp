@@ -84,7 +84,7 @@ struct SearchResult;
 struct SearchOptions {
     bool stage1 = true, stage2 = true;
     SiteOptions sites;       // the moves the target allows beyond cuBLASLt's and the generated kernels'
-                             // (the fused GEMM: gemm_gelu_target)
+                             // (the fused GEMM: fused_gemm_target)
     double min_gain = 0.02;  // a stage-1 move must save at least this fraction
     int stage2_first = 4;    // samples every kernel gets in round 0
     int stage2_batch = 16;   // samples a later round
@@ -165,9 +165,9 @@ std::string segment_key(const ir::Graph& g, const Segment& s, Precision precisio
 
 // The configs stage 2 samples for segment s (empty when it has none to tune).
 std::vector<Config> config_space(const ir::Graph& g, const Segment& s);
-// Whether plans for `arch` at `precision` run the fused GEMM + bias + GELU kernel of kernels/gemm
-// (compute capability 9.0, 16-bit plans).
-bool gemm_gelu_target(const std::string& arch, Precision precision);
+// Whether plans for `arch` at `precision` run the fused GEMM kernels of kernels/gemm (bias +
+// exact GELU, SwiGLU): compute capability 9.0, 16-bit plans.
+bool fused_gemm_target(const std::string& arch, Precision precision);
 
 SearchResult search(const ir::Graph& g, Evaluator& ev, const SearchOptions& opt);
 

@@ -27,7 +27,8 @@ cublasLtEpilogue_t lt_epilogue(plan::Epilogue e) {
         case plan::Epilogue::bias_gelu: return CUBLASLT_EPILOGUE_GELU_BIAS;
         case plan::Epilogue::relu: return CUBLASLT_EPILOGUE_RELU;
         case plan::Epilogue::bias_relu: return CUBLASLT_EPILOGUE_RELU_BIAS;
-        case plan::Epilogue::bias_gelu_erf: break;  // the fused kernel's (PreparedGemm)
+        case plan::Epilogue::bias_gelu_erf:
+        case plan::Epilogue::swiglu: break;  // the fused kernels' (PreparedGemm)
     }
     STOF_FAIL("gemm: unknown epilogue {}", static_cast<int>(e));
 }
@@ -140,6 +141,7 @@ void LtGemm::run(cublasLtHandle_t lt, void* workspace, size_t workspace_bytes, c
 }
 
 static_assert(plan::kGemmGeluConfigs == kernels::kGemmGeluConfigs, "the plan and the fused kernel count its configs alike");
+static_assert(plan::kGemmSwigluConfigs == kernels::kGemmSwigluConfigs, "the plan and the fused kernel count its configs alike");
 
 PreparedGemm::PreparedGemm(cublasLtHandle_t lt, const plan::GemmStep& g, DType dtype, const GemmPointers& ptr,
                            size_t workspace_bytes, cudaStream_t stream) {
@@ -147,8 +149,23 @@ PreparedGemm::PreparedGemm(cublasLtHandle_t lt, const plan::GemmStep& g, DType d
         lt_gemm_ = std::make_unique<LtGemm>(lt, g, dtype, ptr, workspace_bytes);
         return;
     }
+    const kernels::ElemType type = dtype == DType::bf16 ? kernels::ElemType::bf16 : kernels::ElemType::f16;
+    if (g.epilogue == plan::Epilogue::swiglu) {  // the fused kernel alone: no other path computes it
+        kernels::GemmSwigluArgs s;
+        s.type = type;
+        s.m = g.m;
+        s.n = g.n / 2;
+        s.k = g.k;
+        s.a = ptr.a;
+        s.b = ptr.b;
+        s.d = ptr.d;
+        std::string why;
+        fused_ = kernels::prepare_gemm_swiglu(s, g.algo, stream, why);
+        STOF_CHECK(fused_ != nullptr, "gemm m={} n={} k={}: the fused GEMM + SwiGLU cannot run here: {}", g.m, g.n, g.k, why);
+        return;
+    }
     kernels::GemmGeluArgs a;
-    a.type = dtype == DType::bf16 ? kernels::ElemType::bf16 : kernels::ElemType::f16;
+    a.type = type;
     a.m = g.m;
     a.n = g.n;
     a.k = g.k;

@@ -12,6 +12,7 @@
 #include "stof/plan.hpp"
 
 #include "stof/kernels/gemm_gelu.hpp"
+#include "stof/kernels/gemm_swiglu.hpp"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -50,9 +51,10 @@ private:
     cublasLtMatmulAlgo_t algo_{};
 };
 
-// A GemmStep whatever its epilogue. A fused epilogue (bias_gelu_erf) runs on the fused kernel
-// (kernels/gemm) where it takes the step on this device; elsewhere on cuBLASLt with the bias
-// epilogue, then the GELU alone over D (`fallback` says why: the executor warns).
+// A GemmStep whatever its epilogue. A fused epilogue runs on its fused kernel (kernels/gemm)
+// where it takes the step on this device. Elsewhere bias_gelu_erf runs on cuBLASLt with the
+// bias epilogue, then the GELU alone over D (`fallback` says why: the executor warns); swiglu
+// has no other path (the constructor throws stof::Error, saying why).
 class PreparedGemm {
 public:
     // `stream`: where the fused kernel's preparation may write its workspace (synchronised).

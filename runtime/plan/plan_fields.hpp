@@ -24,7 +24,7 @@ concept FieldsOf = std::same_as<std::remove_const_t<S>, T>;
 
 template <class E> inline constexpr uint8_t kEnumMax = 0;
 template <> inline constexpr uint8_t kEnumMax<ParamKind> = static_cast<uint8_t>(ParamKind::f32);
-template <> inline constexpr uint8_t kEnumMax<Epilogue> = static_cast<uint8_t>(Epilogue::bias_gelu_erf);
+template <> inline constexpr uint8_t kEnumMax<Epilogue> = static_cast<uint8_t>(Epilogue::swiglu);
 template <> inline constexpr uint8_t kEnumMax<StepKind> = static_cast<uint8_t>(StepKind::mask_convert);
 
 template <class S, class F>

@@ -23,6 +23,7 @@ const char* epilogue_name(Epilogue e) {
         case Epilogue::relu: return "relu";
         case Epilogue::bias_relu: return "bias_relu";
         case Epilogue::bias_gelu_erf: return "bias_gelu_erf";
+        case Epilogue::swiglu: return "swiglu";
     }
     return "unknown";
 }
@@ -39,7 +40,10 @@ std::string step_label(const Step& s) {
 std::string step_kernel_name(const Plan& p, const Step& s) {
     switch (s.kind) {
         case StepKind::launch: return p.kernels.at(static_cast<size_t>(s.launch.kernel)).key;
-        case StepKind::gemm: return fused_epilogue(s.gemm.epilogue) ? "gemm_gelu" : "cublasLt";
+        case StepKind::gemm:
+            return s.gemm.epilogue == Epilogue::swiglu          ? "gemm_swiglu"
+                   : s.gemm.epilogue == Epilogue::bias_gelu_erf ? "gemm_gelu"
+                                                                : "cublasLt";
         case StepKind::attention: return attention_kernel_name(s.attention.kernel);
         case StepKind::key_valid: return "key_valid";
         case StepKind::copy: return "memcpy";

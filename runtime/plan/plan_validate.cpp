@@ -251,14 +251,19 @@ private:
         STOF_CHECK(b.dtype == a.dtype && d.dtype == a.dtype, "dtypes differ: a {}, b {}, d {}", dtype_name(a.dtype),
                    dtype_name(b.dtype), dtype_name(d.dtype));
         writable(g.d, "d");
+        // Columns of d: half of the product's for swiglu.
+        const bool swiglu = g.epilogue == Epilogue::swiglu;
+        const int64_t d_cols = swiglu ? g.n / 2 : g.n;
         if (fused_epilogue(g.epilogue)) {
-            STOF_CHECK(g.algo < kGemmGeluConfigs, "configuration {} is not one of the fused GEMM's {}", g.algo,
-                       kGemmGeluConfigs);
+            STOF_CHECK(g.algo < fused_configs(g.epilogue), "configuration {} is not one of the fused GEMM's {}", g.algo,
+                       fused_configs(g.epilogue));
             STOF_CHECK(a.dtype != DType::f32, "the fused GEMM takes f16 or bf16, not f32");
             STOF_CHECK(g.batch == 1 && !g.trans_a && !g.trans_b && g.alpha == 1 && g.c < 0,
                        "the fused GEMM runs one GEMM (batch 1), untransposed, with alpha 1 and no c");
-            STOF_CHECK(g.lda == g.k && g.ldb == g.n && g.ldd == g.n,
-                       "the fused GEMM needs contiguous rows (lda = k, ldb = n, ldd = n), not {}, {}, {}", g.lda, g.ldb, g.ldd);
+            STOF_CHECK(!swiglu || g.n % 2 == 0, "swiglu pairs the product's columns, but n = {} is odd", g.n);
+            STOF_CHECK(g.lda == g.k && g.ldb == g.n && g.ldd == d_cols,
+                       "the fused GEMM needs contiguous rows (lda = k, ldb = n, ldd = {}), not {}, {}, {}",
+                       swiglu ? "n/2" : "n", g.lda, g.ldb, g.ldd);
         } else {
             STOF_CHECK(g.algo < kGemmAlgos, "algorithm {} is not one of cuBLASLt's first {} candidates", g.algo, kGemmAlgos);
         }
@@ -267,8 +272,8 @@ private:
                    "sizes m={} n={} k={} batch={} must be positive", g.m, g.n, g.k, g.batch);
         matrix(g.a, g.a_offset, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda, g.batch, g.batch_stride_a, "a");
         matrix(g.b, g.b_offset, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb, g.batch, g.batch_stride_b, "b");
-        matrix(g.d, g.d_offset, g.m, g.n, g.ldd, g.batch, g.batch_stride_d, "d");
-        STOF_CHECK(g.batch == 1 || g.batch_stride_d >= (g.m - 1) * g.ldd + g.n,
+        matrix(g.d, g.d_offset, g.m, d_cols, g.ldd, g.batch, g.batch_stride_d, "d");
+        STOF_CHECK(g.batch == 1 || g.batch_stride_d >= (g.m - 1) * g.ldd + d_cols,
                    "d: batch stride {} makes the batches of the output overlap", g.batch_stride_d);
         if (g.c >= 0) {
             const TensorDesc& c = tensor(g.c, "c");
@@ -278,7 +283,7 @@ private:
             STOF_CHECK(g.c == -1, "c tensor index {} is out of range", g.c);
             STOF_CHECK(g.beta == 0, "beta is {} but there is no c", g.beta);
         }
-        STOF_CHECK(g.epilogue <= Epilogue::bias_gelu_erf, "unknown epilogue {}", static_cast<int>(g.epilogue));
+        STOF_CHECK(g.epilogue <= Epilogue::swiglu, "unknown epilogue {}", static_cast<int>(g.epilogue));
         const bool has_bias = g.epilogue == Epilogue::bias || g.epilogue == Epilogue::bias_gelu ||
                               g.epilogue == Epilogue::bias_relu || g.epilogue == Epilogue::bias_gelu_erf;
         if (has_bias) {

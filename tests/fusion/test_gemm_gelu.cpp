@@ -96,10 +96,10 @@ TEST_CASE("fused GEMM: the exact Gelu after a bias is a seize site on targets th
     CHECK(gelu_sites(pipelined(ffn(rng, {60, 256})), true) == 0);
     CHECK(gelu_sites(pipelined(ffn(rng, {64, 252})), true) == 0);
     // The targets: sm_90 at 16-bit precisions.
-    CHECK(fusion::gemm_gelu_target("sm_90", Precision::fp16));
-    CHECK(fusion::gemm_gelu_target("sm_90", Precision::bf16));
-    CHECK_FALSE(fusion::gemm_gelu_target("sm_90", Precision::fp32));
-    CHECK_FALSE(fusion::gemm_gelu_target("sm_80", Precision::fp16));
+    CHECK(fusion::fused_gemm_target("sm_90", Precision::fp16));
+    CHECK(fusion::fused_gemm_target("sm_90", Precision::bf16));
+    CHECK_FALSE(fusion::fused_gemm_target("sm_90", Precision::fp32));
+    CHECK_FALSE(fusion::fused_gemm_target("sm_80", Precision::fp16));
 }
 
 TEST_CASE("fused GEMM: a GEMM whose bias feeds two readers folds neither", "[cpu][fusion]") {
@@ -120,7 +120,7 @@ TEST_CASE("fused GEMM: the search takes it when it measures faster and tunes its
     std::mt19937_64 rng = test::make_rng();
     const ir::Graph g = pipelined(ffn(rng, {}));
     fusion::SearchOptions opt;
-    opt.sites.gemm_gelu = true;
+    opt.sites.fused_gemm = true;
     opt.stage2 = false;
     Oracle fast(cheap_fused);
     fusion::SearchResult r = fusion::search(g, fast, opt);
@@ -143,7 +143,7 @@ TEST_CASE("fused GEMM: the offline cost model never picks it unmeasured, a measu
     std::mt19937_64 rng = test::make_rng();
     const ir::Graph g = pipelined(ffn(rng, {}));
     fusion::SearchOptions opt;
-    opt.sites.gemm_gelu = true;
+    opt.sites.fused_gemm = true;
     fusion::CostModel model(Precision::fp16);
     fusion::SearchResult r = fusion::search(g, model, opt);
     for (const Segment& s : r.plan.segments) CHECK_FALSE(fusion::fused_gelu_gemm(g, s));

@@ -639,6 +639,20 @@ TEST_CASE("a plan with valid checksums but inconsistent contents fails validatio
              g.trans_b = false, g.batch = 1, g.alpha = 1, g.m = 32, g.k = 32, g.n = 32, g.ldb = 96, g.ldd = 96;
          },
          "schedule step 0 (gemm): the fused GEMM needs contiguous rows (lda = k, ldb = n, ldd = n), not 32, 96, 96"},
+        {"fused SwiGLU GEMM odd columns",
+         [](plan::Plan& p) {
+             plan::GemmStep& g = p.steps[0].gemm;
+             g.epilogue = plan::Epilogue::swiglu;
+             g.trans_b = false, g.batch = 1, g.alpha = 1, g.m = 32, g.k = 32, g.n = 33;
+         },
+         "schedule step 0 (gemm): swiglu pairs the product's columns, but n = 33 is odd"},
+        {"fused SwiGLU GEMM strides",
+         [](plan::Plan& p) {
+             plan::GemmStep& g = p.steps[0].gemm;
+             g.epilogue = plan::Epilogue::swiglu;
+             g.trans_b = false, g.batch = 1, g.alpha = 1, g.m = 32, g.k = 32, g.n = 32, g.ldb = 32, g.ldd = 32;
+         },
+         "schedule step 0 (gemm): the fused GEMM needs contiguous rows (lda = k, ldb = n, ldd = n/2), not 32, 32, 32"},
         {"gemm into a weight", [](plan::Plan& p) { p.steps[0].gemm.d = 2; },
          "schedule step 0 (gemm): d 'w_qkv' is a weight (read-only)"},
         {"overlapping copy", [](plan::Plan& p) { p.steps[5].copy.dst = p.steps[5].copy.src; },

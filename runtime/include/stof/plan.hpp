@@ -72,7 +72,20 @@ struct LaunchStep {
 // run by the fused kernel of kernels/gemm (compute capability 9.0; elsewhere cuBLASLt with
 // a bias epilogue, then the GELU alone): one 16-bit GEMM, not batched or transposed, rows
 // contiguous (lda = k, ldb = n, ldd = n), alpha 1, no C.
-enum class Epilogue : uint8_t { none = 0, bias = 1, gelu = 2, bias_gelu = 3, relu = 4, bias_relu = 5, bias_gelu_erf = 6 };
+// swiglu gates the product's column pairs: d[i, j] = silu(p[i, 2j]) · p[i, 2j + 1] with p = A·B,
+// silu(x) = x/(1 + e^(−x)) (B's columns alternate a gate's and an up projection's); d has n/2
+// columns (ldd = n/2). Run by the fused kernel of kernels/gemm alone (compute capability 9.0;
+// elsewhere the plan does not run), on the conditions of bias_gelu_erf but with no bias.
+enum class Epilogue : uint8_t {
+    none = 0,
+    bias = 1,
+    gelu = 2,
+    bias_gelu = 3,
+    relu = 4,
+    bias_relu = 5,
+    bias_gelu_erf = 6,
+    swiglu = 7
+};
 
 struct GemmStep {
     int32_t a = -1, b = -1, c = -1, d = -1, bias = -1;                // tensor indices; c, bias optional (-1)
@@ -84,18 +97,20 @@ struct GemmStep {
     float alpha = 1, beta = 0;
     Epilogue epilogue = Epilogue::none;  // bias: [n] broadcast over rows
     // Which of cuBLASLt's heuristic candidates for this GEMM (0: its first; < kGemmAlgos); with
-    // bias_gelu_erf, which of the fused kernel's tile configurations (< kGemmGeluConfigs).
+    // a fused epilogue, which of the fused kernel's tile configurations (< fused_configs).
     uint8_t algo = 0;
 };
 
 // Candidates a GemmStep::algo may pick from: for some shapes cuBLASLt 13's seventh is the
 // fastest (BERT's and LLaMA's projections at 16-32k rows on the H100, by 5-17 %).
 constexpr uint8_t kGemmAlgos = 8;
-// The fused GEMM's tile configurations (stof::kernels::kGemmGeluConfigs; the executor asserts
-// that they agree).
+// The fused GEMMs' tile configurations (stof::kernels::kGemmGeluConfigs, kGemmSwigluConfigs;
+// the executor asserts that they agree).
 constexpr uint8_t kGemmGeluConfigs = 2;
-// Whether GemmStep::epilogue is run by the fused kernel of kernels/gemm.
-constexpr bool fused_epilogue(Epilogue e) { return e == Epilogue::bias_gelu_erf; }
+constexpr uint8_t kGemmSwigluConfigs = 1;
+// Whether GemmStep::epilogue is run by a fused kernel of kernels/gemm, and its configurations.
+constexpr bool fused_epilogue(Epilogue e) { return e == Epilogue::bias_gelu_erf || e == Epilogue::swiglu; }
+constexpr uint8_t fused_configs(Epilogue e) { return e == Epilogue::swiglu ? kGemmSwigluConfigs : kGemmGeluConfigs; }
 
 // Sparse multi-head attention on a prebuilt kernel (kernels/attention).
 // q, o: [batch, heads, seq_q, head_dim]; k, v: [batch, kv_heads, seq_k, head_dim],
