@@ -1,5 +1,7 @@
 #include "test_util.hpp"
 
+#include <cmath>
+
 namespace stof::test {
 
 Tensor random_tensor(DType dt, const Shape& shape, std::mt19937_64& rng) {
@@ -11,6 +13,12 @@ Tensor random_tensor(DType dt, const Shape& shape, std::mt19937_64& rng) {
         else if (dt == DType::boolean) t.set_i64(i, ints(rng) & 1);
         else t.set_i64(i, ints(rng));
     }
+    return t;
+}
+
+Tensor random_weights(const Shape& shape, int64_t fan_in, std::mt19937_64& rng) {
+    Tensor t = random_tensor(DType::f32, shape, rng);
+    for (int64_t i = 0; i < t.numel(); ++i) t.set_f64(i, t.get_f64(i) / std::sqrt(static_cast<double>(fan_in)));
     return t;
 }
 

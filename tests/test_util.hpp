@@ -29,5 +29,8 @@ template <class F> void require_error(F&& f, const std::string& needle) {
 
 // A tensor of standard-normal floats (fresh per call unless seeded).
 Tensor random_tensor(DType dt, const Shape& shape, std::mt19937_64& rng);
+// f32 weights drawn N(0, 1/fan_in), as a trained layer's are scaled: a layer's outputs stay
+// near 1, so 16-bit rounding of its inputs stays small beside them.
+Tensor random_weights(const Shape& shape, int64_t fan_in, std::mt19937_64& rng);
 
 }  // namespace stof::test

@@ -38,21 +38,13 @@ struct Ffn {
     int64_t seq = 16;
 };
 
-// Normal values divided by sqrt(fan_in), as a trained layer's weights are scaled: outputs stay
-// near 1, so 16-bit rounding of the hidden layer stays small beside them.
-Tensor weights(const Shape& shape, int64_t fan_in, std::mt19937_64& rng) {
-    Tensor t = test::random_tensor(DType::f32, shape, rng);
-    for (int64_t i = 0; i < t.numel(); ++i) t.set_f64(i, t.get_f64(i) / std::sqrt(static_cast<double>(fan_in)));
-    return t;
-}
-
 // x [2, seq, K] · W [K, N] (+ b [N]) → Gelu → · W2 [N, 64]: a BERT feed-forward block.
 std::string ffn(std::mt19937_64& rng, const Ffn& f) {
     test::OnnxBuilder b(20);
     b.input("x", onnx::TensorProto::FLOAT, {2, f.seq, f.k});
-    b.initializer("w", weights({f.k, f.n}, f.k, rng));
+    b.initializer("w", test::random_weights({f.k, f.n}, f.k, rng));
     b.initializer("b", test::random_tensor(DType::f32, {f.n}, rng));
-    b.initializer("w2", weights({f.n, 64}, f.n, rng));
+    b.initializer("w2", test::random_weights({f.n, 64}, f.n, rng));
     b.node("MatMul", {"x", "w"}, {"h"}, "up");
     std::string act_in = "h";
     if (f.bias) {

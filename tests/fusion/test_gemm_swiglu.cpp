@@ -39,20 +39,13 @@ struct Mlp {
     int64_t seq = 16;
 };
 
-// N(0, 1/fan_in) weights.
-Tensor weights(const Shape& shape, int64_t fan_in, std::mt19937_64& rng) {
-    Tensor t = test::random_tensor(DType::f32, shape, rng);
-    for (int64_t i = 0; i < t.numel(); ++i) t.set_f64(i, t.get_f64(i) / std::sqrt(static_cast<double>(fan_in)));
-    return t;
-}
-
 // x [2, seq, K] → gate = x·Wg, up = x·Wu [.., F] → silu(gate)·up → · Wd [F, K]: LLaMA's MLP.
 std::string mlp(std::mt19937_64& rng, const Mlp& m) {
     test::OnnxBuilder b(20);
     b.input("x", onnx::TensorProto::FLOAT, {2, m.seq, m.k});
-    b.initializer("wg", weights({m.k, m.f}, m.k, rng));
-    b.initializer("wu", weights({m.k, m.f}, m.k, rng));
-    b.initializer("wd", weights({m.f, m.k}, m.f, rng));
+    b.initializer("wg", test::random_weights({m.k, m.f}, m.k, rng));
+    b.initializer("wu", test::random_weights({m.k, m.f}, m.k, rng));
+    b.initializer("wd", test::random_weights({m.f, m.k}, m.f, rng));
     b.node("MatMul", {"x", "wg"}, {"gate"}, "gate_proj");
     b.node("MatMul", {"x", "wu"}, {"up"}, "up_proj");
     b.node("Sigmoid", {"gate"}, {"sig"}, "act_sigmoid");
