@@ -9,6 +9,7 @@
 #pragma once
 
 #include "gemm_gelu_instances.hpp"
+#include "prepared_cutlass_gemm.cuh"
 #include "stof/kernels/gelu_erf.hpp"
 
 #include "cute/tensor.hpp"
@@ -86,33 +87,6 @@ template <class T, int Config> struct GemmGeluKernel {
     }
 };
 
-// One prepared kernel: CUTLASS's parameters built once, run() launches them.
-template <class T, int Config> class PreparedGemmGelu final : public FusedGemm {
-public:
-    using K = GemmGeluKernel<T, Config>;
-    // Empty when prepared, else why not.
-    std::string prepare(const GemmGeluArgs& a, void* workspace, cudaStream_t stream) {
-        const typename K::Device::Arguments args = K::arguments(a);
-        if (K::Device::can_implement(args) != cutlass::Status::kSuccess) return "CUTLASS cannot implement this GEMM";
-        const cutlass::Status s = op_.initialize(args, workspace, stream);
-        if (s != cutlass::Status::kSuccess)
-            return std::string("CUTLASS could not prepare the GEMM: ") + cutlassGetStatusString(s);
-        if (const cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess)
-            return std::string("preparing the GEMM's workspace failed: ") + cudaGetErrorString(e);
-        return "";
-    }
-    cudaError_t run(cudaStream_t stream) const override {
-        // GemmUniversalAdapter::run is not const; it only reads the prepared parameters.
-        const cutlass::Status s = const_cast<typename K::Device&>(op_).run(stream);
-        if (s == cutlass::Status::kSuccess) return cudaSuccess;
-        const cudaError_t e = cudaGetLastError();
-        return e != cudaSuccess ? e : cudaErrorLaunchFailure;
-    }
-
-private:
-    typename K::Device op_;
-};
-
 template <ElemType E> using CutlassOf = std::conditional_t<E == ElemType::f16, cutlass::half_t, cutlass::bfloat16_t>;
 
 template <class T, int Config> size_t workspace_of(const GemmGeluArgs& a) {
@@ -122,8 +96,9 @@ template <class T, int Config> size_t workspace_of(const GemmGeluArgs& a) {
 
 template <class T, int Config>
 std::unique_ptr<FusedGemm> prepare_of(const GemmGeluArgs& a, void* workspace, cudaStream_t stream, std::string& why) {
-    auto p = std::make_unique<PreparedGemmGelu<T, Config>>();
-    why = p->prepare(a, workspace, stream);
+    using K = GemmGeluKernel<T, Config>;
+    auto p = std::make_unique<PreparedCutlassGemm<typename K::Device>>();
+    why = p->prepare(K::arguments(a), workspace, stream);
     if (!why.empty()) return nullptr;
     return p;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "gemm_swiglu_instances.hpp"
+#include "prepared_cutlass_gemm.cuh"
 
 #include "cute/tensor.hpp"
 #include "cutlass/arch/barrier.h"
@@ -157,9 +158,8 @@ template <class T> struct GemmSwigluKernel {
     }
 };
 
-// The prepared kernel: CUTLASS's parameters built once (with a workspace of its own where
-// the tile scheduler asks for one), run() launches them.
-template <class T> class PreparedGemmSwiglu final : public FusedGemm {
+// The prepared kernel with a workspace of its own where the tile scheduler asks for one.
+template <class T> class PreparedGemmSwiglu final : public PreparedCutlassGemm<typename GemmSwigluKernel<T>::Device> {
 public:
     using K = GemmSwigluKernel<T>;
     ~PreparedGemmSwiglu() override {
@@ -168,27 +168,13 @@ public:
     // Empty when prepared, else why not.
     std::string prepare(const GemmSwigluArgs& a, cudaStream_t stream) {
         const typename K::Device::Arguments args = K::arguments(a);
-        if (K::Device::can_implement(args) != cutlass::Status::kSuccess) return "CUTLASS cannot implement this GEMM";
         if (const size_t bytes = K::Device::get_workspace_size(args); bytes > 0)
             if (const cudaError_t e = cudaMalloc(&workspace_, bytes); e != cudaSuccess)
                 return std::string("allocating the GEMM's workspace failed: ") + cudaGetErrorString(e);
-        const cutlass::Status s = op_.initialize(args, workspace_, stream);
-        if (s != cutlass::Status::kSuccess)
-            return std::string("CUTLASS could not prepare the GEMM: ") + cutlassGetStatusString(s);
-        if (const cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess)
-            return std::string("preparing the GEMM's workspace failed: ") + cudaGetErrorString(e);
-        return "";
-    }
-    cudaError_t run(cudaStream_t stream) const override {
-        // GemmUniversalAdapter::run is not const; it only reads the prepared parameters.
-        const cutlass::Status s = const_cast<typename K::Device&>(op_).run(stream);
-        if (s == cutlass::Status::kSuccess) return cudaSuccess;
-        const cudaError_t e = cudaGetLastError();
-        return e != cudaSuccess ? e : cudaErrorLaunchFailure;
+        return PreparedCutlassGemm<typename K::Device>::prepare(args, workspace_, stream);
     }
 
 private:
-    typename K::Device op_;
     void* workspace_ = nullptr;
 };
 

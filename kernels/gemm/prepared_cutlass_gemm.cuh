@@ -1,0 +1,40 @@
+// A CUTLASS GEMM (a cutlass::gemm::device::GemmUniversalAdapter) prepared once for fixed
+// arguments, launched by run(): the FusedGemm behind gemm_gelu_sm90.cuh and gemm_swiglu_sm90.cuh.
+#pragma once
+
+#include "stof/kernels/fused_gemm.hpp"
+
+#include "cutlass/cutlass.h"
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+namespace stof::kernels::gemm {
+
+template <class Device> class PreparedCutlassGemm : public FusedGemm {
+public:
+    // Empty when prepared, else why not. `workspace`: Device::get_workspace_size(args) bytes,
+    // kept for this object's life; initialised on `stream`, synchronised before returning.
+    std::string prepare(const typename Device::Arguments& args, void* workspace, cudaStream_t stream) {
+        if (Device::can_implement(args) != cutlass::Status::kSuccess) return "CUTLASS cannot implement this GEMM";
+        const cutlass::Status s = op_.initialize(args, workspace, stream);
+        if (s != cutlass::Status::kSuccess)
+            return std::string("CUTLASS could not prepare the GEMM: ") + cutlassGetStatusString(s);
+        if (const cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess)
+            return std::string("preparing the GEMM's workspace failed: ") + cudaGetErrorString(e);
+        return "";
+    }
+    cudaError_t run(cudaStream_t stream) const override {
+        // GemmUniversalAdapter::run is not const; it only reads the prepared parameters.
+        const cutlass::Status s = const_cast<Device&>(op_).run(stream);
+        if (s == cutlass::Status::kSuccess) return cudaSuccess;
+        const cudaError_t e = cudaGetLastError();
+        return e != cudaSuccess ? e : cudaErrorLaunchFailure;
+    }
+
+private:
+    Device op_;
+};
+
+}  // namespace stof::kernels::gemm
