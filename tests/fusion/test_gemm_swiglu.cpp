@@ -151,7 +151,7 @@ TEST_CASE("fused SwiGLU GEMM: a taken move lowers to one swiglu step over the in
                 std::memcpy(one.bytes.data(), plan.weights.data() + w.offset + (r * 256 + c) * 2, 2);
                 return one.get_f64(0);
             };
-            for (const auto [r, j] : {std::pair<int64_t, int64_t>{0, 0}, {3, 17}, {63, 127}}) {
+            for (const auto& [r, j] : {std::pair<int64_t, int64_t>{0, 0}, {3, 17}, {63, 127}}) {
                 CHECK(at(r, 2 * j) == stored.get_f64(r * 128 + j));
                 CHECK(at(r, 2 * j + 1) == stored_up.get_f64(r * 128 + j));
             }
