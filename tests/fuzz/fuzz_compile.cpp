@@ -1,9 +1,9 @@
 // libFuzzer target: the whole compiler on a fuzzed model: import, the passes, the
-// fusion search, lowering and offline code generation (NVRTC for sm_80, through a
-// kernel cache under $STOF_FUZZ_CACHE or /tmp, so a source is compiled once), every
-// symbolic dimension bound to 2, under a 512 MB memory limit. Contract: only
-// stof::Error comes out, and a compiled plan writes (serialize_plan) to bytes the
-// runtime's reader accepts.
+// fusion search, lowering and offline code generation (NVRTC through a kernel cache under
+// $STOF_FUZZ_CACHE or /tmp, so a source is compiled once), every symbolic dimension bound
+// to 2, under a 512 MB memory limit. Inputs of even size compile for sm_80 in fp32, odd ones
+// for sm_90 in fp16 (the fused GEMMs' sites then exist). Contract: only stof::Error comes
+// out, and a compiled plan writes (serialize_plan) to bytes the runtime's reader accepts.
 #include "compile.hpp"
 #include "onnx/import.hpp"
 #include "plan/plan_reader.hpp"
@@ -29,7 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (stof::ir::ValueId id : g.inputs)
             for (const std::string& d : g.value(id).dim_names)
                 if (!d.empty()) opt.pipeline.pass.input_shapes[d] = {2};
-        opt.lower.arch = "sm_80";
+        opt.lower.arch = size % 2 ? "sm_90" : "sm_80";
+        opt.lower.precision = size % 2 ? stof::Precision::fp16 : stof::Precision::fp32;
         const char* cache = std::getenv("STOF_FUZZ_CACHE");
         opt.lower.cache_dir = cache && *cache ? cache : "/tmp/stof-fuzz-compile-cache";
         opt.lower.jobs = 1;
