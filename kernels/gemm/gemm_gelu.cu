@@ -1,4 +1,4 @@
-// gemm_gelu_refusal, gemm_gelu_workspace, prepare_gemm_gelu: the checks in front of the
+// gemm_gelu_refusal, prepare_gemm_gelu: the checks in front of the
 // sm_90a kernels (gemm_gelu_instances.hpp); launch_gelu: the GELU alone, for any device.
 #include "gemm_gelu_instances.hpp"
 #include "sm90_device.hpp"
@@ -45,22 +45,11 @@ std::string gemm_gelu_refusal(const GemmGeluArgs& a, int config) {
     return gemm::sm90_device_refusal();
 }
 
-size_t gemm_gelu_workspace(const GemmGeluArgs& a, int config) {
-    if (config < 0 || config >= kGemmGeluConfigs) return 0;
-    return a.type == ElemType::bf16 ? gemm::Instances<ElemType::bf16>::workspace(a, config)
-                                    : gemm::Instances<ElemType::f16>::workspace(a, config);
-}
-
-std::unique_ptr<FusedGemm> prepare_gemm_gelu(const GemmGeluArgs& a, int config, void* workspace, cudaStream_t stream,
-                                             std::string& why) {
+std::unique_ptr<FusedGemm> prepare_gemm_gelu(const GemmGeluArgs& a, int config, cudaStream_t stream, std::string& why) {
     why = gemm_gelu_refusal(a, config);
     if (!why.empty()) return nullptr;
-    if (gemm_gelu_workspace(a, config) > 0 && !workspace) {
-        why = "the kernel needs a workspace";
-        return nullptr;
-    }
-    return a.type == ElemType::bf16 ? gemm::Instances<ElemType::bf16>::prepare(a, config, workspace, stream, why)
-                                    : gemm::Instances<ElemType::f16>::prepare(a, config, workspace, stream, why);
+    return a.type == ElemType::bf16 ? gemm::Instances<ElemType::bf16>::prepare(a, config, stream, why)
+                                    : gemm::Instances<ElemType::f16>::prepare(a, config, stream, why);
 }
 
 cudaError_t launch_gelu(ElemType type, void* x, int64_t count, cudaStream_t stream) {

@@ -8,9 +8,7 @@
 namespace stof::kernels::gemm {
 
 template <ElemType E> struct Instances {
-    static size_t workspace(const GemmGeluArgs& a, int config);
-    static std::unique_ptr<FusedGemm> prepare(const GemmGeluArgs& a, int config, void* workspace, cudaStream_t stream,
-                                              std::string& why);
+    static std::unique_ptr<FusedGemm> prepare(const GemmGeluArgs& a, int config, cudaStream_t stream, std::string& why);
 };
 
 extern template struct Instances<ElemType::f16>;

@@ -89,29 +89,18 @@ template <class T, int Config> struct GemmGeluKernel {
 
 template <ElemType E> using CutlassOf = std::conditional_t<E == ElemType::f16, cutlass::half_t, cutlass::bfloat16_t>;
 
-template <class T, int Config> size_t workspace_of(const GemmGeluArgs& a) {
-    using K = GemmGeluKernel<T, Config>;
-    return K::Device::get_workspace_size(K::arguments(a));
-}
-
 template <class T, int Config>
-std::unique_ptr<FusedGemm> prepare_of(const GemmGeluArgs& a, void* workspace, cudaStream_t stream, std::string& why) {
+std::unique_ptr<FusedGemm> prepare_of(const GemmGeluArgs& a, cudaStream_t stream, std::string& why) {
     using K = GemmGeluKernel<T, Config>;
     auto p = std::make_unique<PreparedCutlassGemm<typename K::Device>>();
-    why = p->prepare(K::arguments(a), workspace, stream);
+    why = p->prepare(K::arguments(a), stream);
     if (!why.empty()) return nullptr;
     return p;
 }
 
-template <ElemType E> size_t Instances<E>::workspace(const GemmGeluArgs& a, int config) {
-    return config == 0 ? workspace_of<CutlassOf<E>, 0>(a) : workspace_of<CutlassOf<E>, 1>(a);
-}
-
 template <ElemType E>
-std::unique_ptr<FusedGemm> Instances<E>::prepare(const GemmGeluArgs& a, int config, void* workspace, cudaStream_t stream,
-                                                 std::string& why) {
-    return config == 0 ? prepare_of<CutlassOf<E>, 0>(a, workspace, stream, why)
-                       : prepare_of<CutlassOf<E>, 1>(a, workspace, stream, why);
+std::unique_ptr<FusedGemm> Instances<E>::prepare(const GemmGeluArgs& a, int config, cudaStream_t stream, std::string& why) {
+    return config == 0 ? prepare_of<CutlassOf<E>, 0>(a, stream, why) : prepare_of<CutlassOf<E>, 1>(a, stream, why);
 }
 
 }  // namespace stof::kernels::gemm

@@ -158,34 +158,15 @@ template <class T> struct GemmSwigluKernel {
     }
 };
 
-// The prepared kernel with a workspace of its own where the tile scheduler asks for one.
-template <class T> class PreparedGemmSwiglu final : public PreparedCutlassGemm<typename GemmSwigluKernel<T>::Device> {
-public:
-    using K = GemmSwigluKernel<T>;
-    ~PreparedGemmSwiglu() override {
-        if (workspace_) cudaFree(workspace_);
-    }
-    // Empty when prepared, else why not.
-    std::string prepare(const GemmSwigluArgs& a, cudaStream_t stream) {
-        const typename K::Device::Arguments args = K::arguments(a);
-        if (const size_t bytes = K::Device::get_workspace_size(args); bytes > 0)
-            if (const cudaError_t e = cudaMalloc(&workspace_, bytes); e != cudaSuccess)
-                return std::string("allocating the GEMM's workspace failed: ") + cudaGetErrorString(e);
-        return PreparedCutlassGemm<typename K::Device>::prepare(args, workspace_, stream);
-    }
-
-private:
-    void* workspace_ = nullptr;
-};
-
 template <ElemType E>
 std::unique_ptr<FusedGemm> SwigluInstances<E>::prepare(const GemmSwigluArgs& a, int config, cudaStream_t stream,
                                                        std::string& why) {
     static_assert(kGemmSwigluConfigs == 1, "gemm_swiglu: one tile configuration");
     (void)config;
     using T = std::conditional_t<E == ElemType::f16, cutlass::half_t, cutlass::bfloat16_t>;
-    auto p = std::make_unique<PreparedGemmSwiglu<T>>();
-    why = p->prepare(a, stream);
+    using K = GemmSwigluKernel<T>;
+    auto p = std::make_unique<PreparedCutlassGemm<typename K::Device>>();
+    why = p->prepare(K::arguments(a), stream);
     if (!why.empty()) return nullptr;
     return p;
 }

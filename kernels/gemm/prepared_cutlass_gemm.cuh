@@ -12,13 +12,22 @@
 
 namespace stof::kernels::gemm {
 
-template <class Device> class PreparedCutlassGemm : public FusedGemm {
+template <class Device> class PreparedCutlassGemm final : public FusedGemm {
 public:
-    // Empty when prepared, else why not. `workspace`: Device::get_workspace_size(args) bytes,
-    // kept for this object's life; initialised on `stream`, synchronised before returning.
-    std::string prepare(const typename Device::Arguments& args, void* workspace, cudaStream_t stream) {
+    PreparedCutlassGemm() = default;
+    PreparedCutlassGemm(const PreparedCutlassGemm&) = delete;
+    PreparedCutlassGemm& operator=(const PreparedCutlassGemm&) = delete;
+    ~PreparedCutlassGemm() override {
+        if (workspace_) cudaFree(workspace_);
+    }
+    // Empty when prepared, else why not. The workspace CUTLASS asks for (its tile scheduler's
+    // state) is this object's own, initialised on `stream`, synchronised before returning.
+    std::string prepare(const typename Device::Arguments& args, cudaStream_t stream) {
         if (Device::can_implement(args) != cutlass::Status::kSuccess) return "CUTLASS cannot implement this GEMM";
-        const cutlass::Status s = op_.initialize(args, workspace, stream);
+        if (const size_t bytes = Device::get_workspace_size(args); bytes > 0)
+            if (const cudaError_t e = cudaMalloc(&workspace_, bytes); e != cudaSuccess)
+                return std::string("allocating the GEMM's workspace failed: ") + cudaGetErrorString(e);
+        const cutlass::Status s = op_.initialize(args, workspace_, stream);
         if (s != cutlass::Status::kSuccess)
             return std::string("CUTLASS could not prepare the GEMM: ") + cutlassGetStatusString(s);
         if (const cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess)
@@ -35,6 +44,7 @@ public:
 
 private:
     Device op_;
+    void* workspace_ = nullptr;
 };
 
 }  // namespace stof::kernels::gemm

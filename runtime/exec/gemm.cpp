@@ -175,14 +175,7 @@ PreparedGemm::PreparedGemm(cublasLtHandle_t lt, const plan::GemmStep& g, DType d
     a.d = ptr.d;
     fallback_ = kernels::gemm_gelu_refusal(a, g.algo);
     if (fallback_.empty()) {
-        try {
-            if (const size_t bytes = kernels::gemm_gelu_workspace(a, g.algo); bytes > 0)
-                STOF_CUDA_CHECK(cudaMalloc(&fused_workspace_, bytes));
-            fused_ = kernels::prepare_gemm_gelu(a, g.algo, fused_workspace_, stream, fallback_);
-        } catch (...) {
-            if (fused_workspace_) cudaFree(fused_workspace_);
-            throw;
-        }
+        fused_ = kernels::prepare_gemm_gelu(a, g.algo, stream, fallback_);
         STOF_CHECK(fused_ != nullptr, "gemm m={} n={} k={}: the fused kernel cannot be prepared: {}", g.m, g.n, g.k, fallback_);
         return;
     }
@@ -195,10 +188,7 @@ PreparedGemm::PreparedGemm(cublasLtHandle_t lt, const plan::GemmStep& g, DType d
     gelu_count_ = g.m * g.n;
 }
 
-PreparedGemm::~PreparedGemm() {
-    fused_.reset();
-    if (fused_workspace_) cudaFree(fused_workspace_);
-}
+PreparedGemm::~PreparedGemm() = default;
 
 void PreparedGemm::run(cublasLtHandle_t lt, void* workspace, size_t workspace_bytes, cudaStream_t stream) const {
     if (fused_) {

@@ -72,7 +72,6 @@ public:
 private:
     std::unique_ptr<LtGemm> lt_gemm_;
     std::unique_ptr<kernels::FusedGemm> fused_;
-    void* fused_workspace_ = nullptr;  // the fused kernel's own (its state must persist between runs)
     std::string fallback_;
     kernels::ElemType gelu_type_ = kernels::ElemType::f16;
     void* gelu_d_ = nullptr;  // fallback: D, m·n elements the GELU runs over

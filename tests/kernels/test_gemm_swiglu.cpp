@@ -2,6 +2,7 @@
 // reference on fresh random data, outputs poisoned first; the weight layout it reads.
 #include "catch.hpp"
 #include "gpu_util.hpp"
+#include "half_check.hpp"
 #include "test_rng.hpp"
 #include "stof/dtype.hpp"
 #include "stof/kernels/gemm_swiglu.hpp"
@@ -13,20 +14,8 @@
 
 using namespace stof;
 using kernels::ElemType;
-
-namespace {
-
-uint16_t to_bits(ElemType t, float v) { return t == ElemType::bf16 ? f32_to_bf16(v) : f32_to_f16(v); }
-double from_bits(ElemType t, uint16_t b) { return t == ElemType::bf16 ? bf16_to_f32(b) : f16_to_f32(b); }
-
-std::vector<uint16_t> random_bits(ElemType t, size_t n, double scale, std::mt19937_64& rng) {
-    std::uniform_real_distribution<double> u(-scale, scale);
-    std::vector<uint16_t> v(n);
-    for (uint16_t& x : v) x = to_bits(t, static_cast<float>(u(rng)));
-    return v;
-}
-
-}  // namespace
+using test::from_bits;
+using test::random_bits;
 
 TEST_CASE("interleave_gate_up alternates the gate's and the up projection's columns", "[cpu][kernels]") {
     const std::vector<uint16_t> gate = {1, 2, 3, 4, 5, 6}, up = {11, 12, 13, 14, 15, 16};  // [2, 3] each
@@ -107,21 +96,8 @@ TEST_CASE("gemm_swiglu computes silu(A·Bg) · A·Bu in both types, tails in m, 
                 CUDA_REQUIRE(cudaMemset(dd.ptr, 0xff, want.size() * 2));
                 CUDA_REQUIRE(k->run(nullptr));
                 CUDA_REQUIRE(cudaDeviceSynchronize());
-                const std::vector<uint16_t> got = test::download<uint16_t>(dd.ptr, want.size());
-                const double rel = t == ElemType::bf16 ? 1.6e-2 : 2e-3;
-                size_t bad = 0, first = 0;
-                double err2 = 0, ref2 = 0;
-                for (size_t i = 0; i < want.size(); ++i) {
-                    const double g = from_bits(t, got[i]);
-                    const bool ok = std::isfinite(g) && std::fabs(g - want[i]) <= rel * std::fabs(want[i]) + 2e-3;
-                    if (!ok && bad++ == 0) first = i;
-                    if (std::isfinite(g)) err2 += (g - want[i]) * (g - want[i]);
-                    ref2 += want[i] * want[i];
-                }
-                INFO("run " << run << ": first bad element " << first << ": " << from_bits(t, got[first]) << " against "
-                            << want[first]);
-                CHECK(bad == 0);
-                CHECK(std::sqrt(err2) <= (t == ElemType::bf16 ? 4e-3 : 5e-4) * std::sqrt(ref2));
+                INFO("run " << run);
+                test::check_close(t, test::download<uint16_t>(dd.ptr, want.size()), want, 2e-3);
             }
         }
 }

@@ -41,14 +41,10 @@ inline constexpr int kGemmGeluConfigs = 2;
 // a device other than compute capability 9.0, m, n or k outside [1, 2^31), n or k not a
 // multiple of 8, a pointer not 16-byte aligned, a config outside [0, kGemmGeluConfigs).
 std::string gemm_gelu_refusal(const GemmGeluArgs& a, int config);
-// Device workspace the kernel needs for `a` (bytes; 0 for none).
-size_t gemm_gelu_workspace(const GemmGeluArgs& a, int config);
-// The kernel prepared for `a` once (its tensor maps built for these pointers and sizes);
-// `workspace` holds gemm_gelu_workspace bytes, kept for its life and used by no one else,
-// initialised on `stream` (synchronised before returning). nullptr, with `why` set, when
-// refused or when the preparation fails.
-std::unique_ptr<FusedGemm> prepare_gemm_gelu(const GemmGeluArgs& a, int config, void* workspace, cudaStream_t stream,
-                                             std::string& why);
+// The kernel prepared for `a` once (its tensor maps built for these pointers and sizes, a
+// workspace of its own where it needs one, initialised on `stream`, synchronised before
+// returning). nullptr, with `why` set, when refused or when the preparation fails.
+std::unique_ptr<FusedGemm> prepare_gemm_gelu(const GemmGeluArgs& a, int config, cudaStream_t stream, std::string& why);
 
 // x[i] = GELU(x[i]) for i < count, in place, any compute capability (the same GELU, for a
 // GEMM whose bias epilogue ran elsewhere). Asynchronous on `stream`; cudaErrorInvalidValue
