@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -209,10 +210,28 @@ private:
         return times_[key] = ev_.segment(g_, p, s);
     }
 
-    Timing total(const FusionPlan& p, const std::vector<const Segment*>& segs) {
+    // The time of segment s at the best of its configurations; `best` set to that one.
+    Timing best_time(const FusionPlan& p, const Segment& s, Config& best) {
+        Timing t{std::numeric_limits<double>::infinity(), 0};
+        best = s.config;
+        for (const Config& c : config_space(g_, s)) {
+            Segment x = s;
+            x.config = c;
+            const Timing y = time_of(p, x);
+            if (y.us < t.us) {
+                t = y;
+                best = c;
+            }
+        }
+        return t;
+    }
+
+    // The segments' times summed, each GEMM's at its best configuration where `best_gemms`.
+    Timing total(const FusionPlan& p, const std::vector<const Segment*>& segs, bool best_gemms = false) {
         Timing t{0, 0};
         for (const Segment* s : segs) {
-            const Timing x = time_of(p, *s);
+            Config c;
+            const Timing x = best_gemms && s->kind == SegmentKind::gemm ? best_time(p, *s, c) : time_of(p, *s);
             t.us += x.us;
             t.spread += x.spread;
         }
@@ -265,7 +284,20 @@ private:
                                 for (int n : t->nodes)
                                     m.compete = m.compete || std::count(s->nodes.begin() + 1, s->nodes.end(), n) > 0;
             ev_.prefetch(g_, next, copies(made));
-            const Timing old_t = total(r.plan, gone), new_t = total(next, made);
+            // A move that makes a fused GEMM (kernels/gemm) is judged at the best configuration
+            // of each GEMM it makes or replaces: the fused kernel's tile shapes differ in kind,
+            // and the cuBLASLt GEMM it replaces is as fast as its best algorithm.
+            const bool fused = std::any_of(made.begin(), made.end(), [&](const Segment* s) {
+                return fused_gelu_gemm(g_, *s) || fused_swiglu_gemm(g_, *s);
+            });
+            const Timing old_t = total(r.plan, gone, fused), new_t = total(next, made, fused);
+            if (fused)
+                for (Segment& s : next.segments)
+                    if (s.kind == SegmentKind::gemm && !before.count(identity(s))) {
+                        Config c;
+                        best_time(next, s, c);
+                        s.config = c;
+                    }
             for (const Segment* t : made) m.made.push_back(segment_signature(g_, *t));
             m.old_us = old_t.us;
             m.new_us = new_t.us;

@@ -92,10 +92,7 @@ template <ElemType E> using CutlassOf = std::conditional_t<E == ElemType::f16, c
 template <class T, int Config>
 std::unique_ptr<FusedGemm> prepare_of(const GemmGeluArgs& a, cudaStream_t stream, std::string& why) {
     using K = GemmGeluKernel<T, Config>;
-    auto p = std::make_unique<PreparedCutlassGemm<typename K::Device>>();
-    why = p->prepare(K::arguments(a), stream);
-    if (!why.empty()) return nullptr;
-    return p;
+    return prepare_cutlass_gemm<typename K::Device>(K::arguments(a), stream, why);
 }
 
 template <ElemType E>

@@ -1,7 +1,8 @@
-// The Hopper GEMM + SwiGLU (stof/kernels/gemm_swiglu.hpp) as a CUTLASS kernel: TMA loads into
+// The Hopper GEMM + SwiGLU (stof/kernels/gemm_swiglu.hpp) as CUTLASS kernels: TMA loads into
 // a multi-stage shared-memory ring, wgmma with both operands in shared memory, a producer
-// warpgroup and two consumer warpgroups on one 128 × 256 tile of b's columns, persistent CTAs,
-// and SwigluEpilogue. Compiled for sm_90a alone (gemm_swiglu_f16.cu, gemm_swiglu_bf16.cu).
+// warpgroup and two consumer warpgroups (both on one tile, or each on its own tile in turn:
+// ping-pong), persistent CTAs, and SwigluEpilogue. Compiled for sm_90a alone
+// (gemm_swiglu_f16.cu, gemm_swiglu_bf16.cu).
 //
 // Layouts: A [m, k] row-major (K-major), B [k, 2n] row-major (N-major: wgmma reads it
 // transposed) with gate and up columns alternating, D [m, n] row-major.
@@ -24,6 +25,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace stof::kernels::gemm {
 
@@ -34,13 +36,15 @@ __device__ __forceinline__ float swiglu(float g, float u) { return g * u * __frc
 // pair (column 2j, column 2j + 1) of a row is (gate, up) of d's column j. silu(gate) · up goes
 // to a kTileM × kTileN/2 staging tile in shared memory, then to d in 16-byte pieces of rows.
 // The kernel runs it through CUTLASS's Sm90TmaWarpSpecializedAdapter (as its DefaultEpilogue),
-// called by the 256 threads of both consumer warpgroups with their own rows' accumulators.
-template <class T, class Tile> class SwigluEpilogue {
+// called by the kThreads threads that computed the tile (both consumer warpgroups of a
+// cooperative kernel, one of a ping-pong kernel, whose epilogues run one after the other)
+// with their own accumulators.
+template <class T, class Tile, int Threads> class SwigluEpilogue {
 public:
     static constexpr int kTileM = cute::size<0>(Tile{});
     static constexpr int kTileN = cute::size<1>(Tile{});  // b's columns
     static constexpr int kOutN = kTileN / 2;              // d's columns
-    static constexpr int kThreads = 256;                  // two consumer warpgroups
+    static constexpr int kThreads = Threads;
     static constexpr int kVec = 16 / static_cast<int>(sizeof(T));
     static constexpr int kPitch = kOutN + kVec;  // staging row pitch: consecutive rows 4 banks apart
     static constexpr int kChunksPerRow = kOutN / kVec;
@@ -132,18 +136,40 @@ private:
     Params params_;
 };
 
-// T: cutlass::half_t or cutlass::bfloat16_t.
-template <class T> struct GemmSwigluKernel {
+// A kernel's shape: the CTA tile (rows, b's columns, k), the cluster, the mainloop schedule
+// (KernelTmaWarpSpecializedCooperative: both consumers on one tile; ...Pingpong: one each).
+template <class TileShape, class ClusterShape, class Schedule> struct SwigluShape {
+    using Tile = TileShape;
+    using Cluster = ClusterShape;
+    using MainloopSchedule = Schedule;
+    static constexpr int kEpilogueThreads = std::is_same_v<Schedule, cutlass::gemm::KernelTmaWarpSpecializedCooperative> ? 256
+                                                                                                                         : 128;
+};
+// Ping-pong over 128 × 128 tiles (64 of d's columns) with and without 2 × 1 clusters, the two
+// fastest of a sweep at LLaMA's gate|up shapes on the H200 (docs/PERF.md).
+template <int Config> struct GemmSwigluConfig;
+template <>
+struct GemmSwigluConfig<0>
+    : SwigluShape<cute::Shape<cute::_128, cute::_128, cute::_64>, cute::Shape<cute::_1, cute::_1, cute::_1>,
+                  cutlass::gemm::KernelTmaWarpSpecializedPingpong> {};
+template <>
+struct GemmSwigluConfig<1>
+    : SwigluShape<cute::Shape<cute::_128, cute::_128, cute::_64>, cute::Shape<cute::_2, cute::_1, cute::_1>,
+                  cutlass::gemm::KernelTmaWarpSpecializedPingpong> {};
+static_assert(kGemmSwigluConfigs == 2, "gemm_swiglu: one GemmSwigluConfig per config");
+
+// T: cutlass::half_t or cutlass::bfloat16_t; Cfg: a SwigluShape.
+template <class T, class Cfg> struct GemmSwigluKernel {
     static constexpr int kAlign = 8;  // elements per 16 bytes: TMA's alignment
-    using Tile = cute::Shape<cute::_128, cute::_256, cute::_64>;
-    using Cluster = cute::Shape<cute::_1, cute::_1, cute::_1>;
-    using EpilogueOp = SwigluEpilogue<T, Tile>;
+    using Tile = typename Cfg::Tile;
+    using Cluster = typename Cfg::Cluster;
+    using EpilogueOp = SwigluEpilogue<T, Tile, Cfg::kEpilogueThreads>;
     using Epilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<EpilogueOp>;
     using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
         cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, T, cutlass::layout::RowMajor, kAlign, T, cutlass::layout::RowMajor,
         kAlign, float, Tile, Cluster,
         cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename EpilogueOp::SharedStorage))>,
-        cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
+        typename Cfg::MainloopSchedule>::CollectiveOp;
     using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue>;
     using Device = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
 
@@ -161,14 +187,11 @@ template <class T> struct GemmSwigluKernel {
 template <ElemType E>
 std::unique_ptr<FusedGemm> SwigluInstances<E>::prepare(const GemmSwigluArgs& a, int config, cudaStream_t stream,
                                                        std::string& why) {
-    static_assert(kGemmSwigluConfigs == 1, "gemm_swiglu: one tile configuration");
-    (void)config;
     using T = std::conditional_t<E == ElemType::f16, cutlass::half_t, cutlass::bfloat16_t>;
-    using K = GemmSwigluKernel<T>;
-    auto p = std::make_unique<PreparedCutlassGemm<typename K::Device>>();
-    why = p->prepare(K::arguments(a), stream);
-    if (!why.empty()) return nullptr;
-    return p;
+    using K0 = GemmSwigluKernel<T, GemmSwigluConfig<0>>;
+    using K1 = GemmSwigluKernel<T, GemmSwigluConfig<1>>;
+    return config == 0 ? prepare_cutlass_gemm<typename K0::Device>(K0::arguments(a), stream, why)
+                       : prepare_cutlass_gemm<typename K1::Device>(K1::arguments(a), stream, why);
 }
 
 }  // namespace stof::kernels::gemm

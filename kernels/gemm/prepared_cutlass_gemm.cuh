@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 
+#include <memory>
 #include <string>
 
 namespace stof::kernels::gemm {
@@ -46,5 +47,14 @@ private:
     Device op_;
     void* workspace_ = nullptr;
 };
+
+// The GEMM prepared for `args`; nullptr, with `why` set, where it cannot be.
+template <class Device>
+std::unique_ptr<FusedGemm> prepare_cutlass_gemm(const typename Device::Arguments& args, cudaStream_t stream, std::string& why) {
+    auto p = std::make_unique<PreparedCutlassGemm<Device>>();
+    why = p->prepare(args, stream);
+    if (!why.empty()) return nullptr;
+    return p;
+}
 
 }  // namespace stof::kernels::gemm

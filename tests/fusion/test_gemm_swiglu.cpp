@@ -111,6 +111,25 @@ TEST_CASE("fused SwiGLU GEMM: the search takes it when it measures faster; the c
     CHECK(fused(fusion::search(g, slow, opt).plan) == 0);
     fusion::CostModel model(Precision::fp16);
     CHECK(fused(fusion::search(g, model, opt).plan) == 0);
+
+    // Judged at each GEMM's best configuration: config 1 of the fused kernel (11) against
+    // config 0's 16, and kept at config 1; the cuBLASLt GEMM's algorithm 3 (4, then the
+    // SwiGLU kernel's 5) against the fused kernel's 11: rolled back.
+    const auto fused_at = [](int algo) {
+        return [algo](const ir::Graph& gr, const Segment& s) {
+            return fusion::fused_swiglu_gemm(gr, s) ? (s.config.algo == algo ? 11.0 : 16.0) : cheap_fused(gr, s);
+        };
+    };
+    Oracle config1(fused_at(1));
+    const fusion::SearchResult at1 = fusion::search(g, config1, opt);
+    CHECK(fused(at1.plan) == 1);
+    for (const Segment& s : at1.plan.segments)
+        if (fusion::fused_swiglu_gemm(g, s)) CHECK(s.config.algo == 1);
+    Oracle algo3([&](const ir::Graph& gr, const Segment& s) {
+        return s.kind == SegmentKind::gemm && !fusion::fused_swiglu_gemm(gr, s) && s.config.algo == 3 ? 4.0
+                                                                                                      : fused_at(1)(gr, s);
+    });
+    CHECK(fused(fusion::search(g, algo3, opt).plan) == 0);
 }
 
 TEST_CASE("fused SwiGLU GEMM: a taken move lowers to one swiglu step over the interleaved weight", "[cpu][fusion]") {

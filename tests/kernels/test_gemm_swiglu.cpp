@@ -35,7 +35,7 @@ TEST_CASE("gemm_swiglu refuses what the kernel cannot run, naming why", "[cpu][k
     a.m = 4, a.n = 8, a.k = 8;
     a.a = a.b = buf;
     a.d = buf;
-    CHECK_THAT(kernels::gemm_swiglu_refusal(a, kernels::kGemmSwigluConfigs), Catch::Matchers::ContainsSubstring("config 1"));
+    CHECK_THAT(kernels::gemm_swiglu_refusal(a, kernels::kGemmSwigluConfigs), Catch::Matchers::ContainsSubstring("config 2"));
     a.n = 12;
     CHECK_THAT(kernels::gemm_swiglu_refusal(a, 0), Catch::Matchers::ContainsSubstring("multiples of 8"));
     a.n = 8, a.m = 0;
@@ -86,18 +86,21 @@ TEST_CASE("gemm_swiglu computes silu(A·Bg) · A·Bu in both types, tails in m, 
                 continue;
             }
             REQUIRE(refused.empty());
-            std::string why;
-            const std::unique_ptr<kernels::FusedGemm> k = kernels::prepare_gemm_swiglu(a, 0, nullptr, why);
-            INFO(why);
-            REQUIRE(k != nullptr);
-            // Twice through the prepared kernel (the staging tile is reused across tiles and
-            // runs), the output poisoned (NaN) before each run.
-            for (int run = 0; run < 2; ++run) {
-                CUDA_REQUIRE(cudaMemset(dd.ptr, 0xff, want.size() * 2));
-                CUDA_REQUIRE(k->run(nullptr));
-                CUDA_REQUIRE(cudaDeviceSynchronize());
-                INFO("run " << run);
-                test::check_close(t, test::download<uint16_t>(dd.ptr, want.size()), want, 2e-3);
+            for (int config = 0; config < kernels::kGemmSwigluConfigs; ++config) {
+                INFO("config " << config);
+                std::string why;
+                const std::unique_ptr<kernels::FusedGemm> k = kernels::prepare_gemm_swiglu(a, config, nullptr, why);
+                INFO(why);
+                REQUIRE(k != nullptr);
+                // Twice through the prepared kernel (the staging tile is reused across tiles and
+                // runs), the output poisoned (NaN) before each run.
+                for (int run = 0; run < 2; ++run) {
+                    CUDA_REQUIRE(cudaMemset(dd.ptr, 0xff, want.size() * 2));
+                    CUDA_REQUIRE(k->run(nullptr));
+                    CUDA_REQUIRE(cudaDeviceSynchronize());
+                    INFO("run " << run);
+                    test::check_close(t, test::download<uint16_t>(dd.ptr, want.size()), want, 2e-3);
+                }
             }
         }
 }

@@ -3,8 +3,9 @@
 #   tools/gpu/check.sh [OUT_DIR] [STEP...]
 # Steps (default: build gpu-tests zoo sanitizer): also thirdparty (THIRDPARTY_TESTS=ctest regex; the
 # models must be in ~/.cache/stofc/thirdparty), latency, dumps (DUMP_MODELS=dirs), bench, e2e, bandwidth,
-# shapes, calibrate.
+# shapes, calibrate, gemm.
 #   bandwidth: tools/bench/bandwidth.py (fused elementwise and row-norm kernels against PyTorch, TB/s).
+#   gemm: stof_gemm_swiglu_bench (tools/bench/gemm_swiglu.cu) at GEMM_SHAPES (M,N,K ...; default LLaMA's MLP).
 #   shapes: tools/bench/shape_ranges.sh (range plans against exact-shape plans: outputs and latency).
 #   bench: tools/bench/mha.py per grid; BENCH_GRIDS (default "paper targets"; also quick headdims
 #          element gqa), BENCH_FLAGS (more mha.py flags, e.g. "--dtype bf16 --no-flash").
@@ -101,6 +102,7 @@ bandwidth() {
         --json "$OUT/bandwidth.json" --markdown "$OUT/bandwidth.md"
 }
 shapes() { tools/bench/shape_ranges.sh $BUILD "$OUT/shapes"; }
+gemm() { $BUILD/bin/stof_gemm_swiglu_bench ${GEMM_SHAPES:-} > "$OUT/gemm_swiglu.md" && cat "$OUT/gemm_swiglu.md"; }
 calibrate() { "$PY" tools/bench/calibrate_selector.py --lib $BUILD/lib/libstof.so --json "$OUT/calibration.json"; }
 
 step build build
@@ -115,4 +117,5 @@ step e2e e2e
 step bandwidth bandwidth
 step shapes shapes
 step calibrate calibrate
+step gemm gemm
 [ ${#failed[@]} -eq 0 ] || { echo "failed steps: ${failed[*]}"; exit 1; }

@@ -107,7 +107,7 @@ constexpr uint8_t kGemmAlgos = 8;
 // The fused GEMMs' tile configurations (stof::kernels::kGemmGeluConfigs, kGemmSwigluConfigs;
 // the executor asserts that they agree).
 constexpr uint8_t kGemmGeluConfigs = 2;
-constexpr uint8_t kGemmSwigluConfigs = 1;
+constexpr uint8_t kGemmSwigluConfigs = 2;
 // Whether GemmStep::epilogue is run by a fused kernel of kernels/gemm, and its configurations.
 constexpr bool fused_epilogue(Epilogue e) { return e == Epilogue::bias_gelu_erf || e == Epilogue::swiglu; }
 constexpr uint8_t fused_configs(Epilogue e) { return e == Epilogue::swiglu ? kGemmSwigluConfigs : kGemmGeluConfigs; }

@@ -28,8 +28,9 @@ struct GemmSwigluArgs {
 };
 
 // The tile configurations (a plan's GemmStep::algo for these steps):
-//   0  128 x 256 tiles of b's columns (128 of d's), both consumer warpgroups on one tile
-inline constexpr int kGemmSwigluConfigs = 1;
+//   0  128 x 128 tiles of b's columns (64 of d's), one consumer warpgroup a tile (ping-pong)
+//   1  the same in clusters of 2 x 1 tiles (b's tile loaded once for both)
+inline constexpr int kGemmSwigluConfigs = 2;
 
 // Why the fused kernel cannot run `a` with `config` on the current device ("" when it can):
 // a device other than compute capability 9.0, m, 2n or k outside [1, 2^31), n or k not a
