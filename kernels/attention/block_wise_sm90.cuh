@@ -4,7 +4,7 @@
 // tiles (the launcher's choice); in groups of heads whose K and V fit in L2 and, within a
 // group, heaviest query blocks first as far as the first mask pattern's first and last tile
 // rows tell (see `late_first`); a persistent grid of at most one CTA per multiprocessor takes
-// items c, c + gridDim.x, ... A CTA has C + 1 warpgroups:
+// them in rounds, forwards and backwards (`item_of`). A CTA has C + 1 warpgroups:
 //   warpgroup 0, one thread: the producer. Per item it loads the Q tile into one of two
 //     buffers (once the O of item n - 2 has left it), walks the listed 64-column key tiles
 //     of the item's rows (the union of the C 64-row mask tile rows' lists, ascending; one
@@ -108,8 +108,8 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
     // on it (all pairs in one group when they fit); within a group, the query blocks in
     // heaviest-first order as far as the ends of the first mask pattern tell: later blocks
     // first when its last tile row lists at least as many tiles as its first (causal),
-    // earlier first otherwise (global rows at the top: longformer, bigbird). CTA c takes
-    // items c, c + gridDim.x, ...
+    // earlier first otherwise (global rows at the top: longformer, bigbird), taken by the
+    // CTAs as item_of says.
     const int hbs = p.heads * p.batch;
     const int qblocks = (p.seq_q + Tr::BM - 1) / Tr::BM;
     const int items = qblocks * hbs;
@@ -125,6 +125,14 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
         h = hb % p.heads;
         b = hb / p.heads;
         q0 = (late_first ? qblocks - 1 - rank : rank) * Tr::BM;
+    };
+    // The n-th item of this CTA: rounds of gridDim.x items, the CTAs in turn forwards and
+    // backwards (CTA c takes items c, 2 gridDim.x - 1 - c, 2 gridDim.x + c, ...), so over
+    // heaviest-first items every CTA gets as much work as the others within about one item.
+    // Once an item is past the end, so are all later rounds' items.
+    auto item_of = [&](int n) {
+        const int c = static_cast<int>(blockIdx.x), g = static_cast<int>(gridDim.x);
+        return n * g + (n & 1 ? g - 1 - c : c);
     };
     // One 128-row mask tile row for both consumers (C = 2 only: the launcher's choice).
     const bool shared_list = C == 2 && p.tile_m == 128;
@@ -153,7 +161,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
         sm90::prefetch_tmap(&tv);
         int s = 0;
         uint32_t phase = 0;
-        for (int item = blockIdx.x, n = 0; item < items; item += gridDim.x, ++n) {
+        for (int n = 0, item = item_of(0); item < items; item = item_of(++n)) {
             decode(item);
             const int hk = h / p.group, qb = n & 1;
             sm90::mbar_wait(q_empty(qb), ((n >> 1) & 1) ^ 1);  // the O of item n - 2 is stored
@@ -402,7 +410,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
 
     int s = 0;  // the ring's next stage (and its phase), continued across work items
     uint32_t phase = 0;
-    for (int item = blockIdx.x, n = 0; item < items; item += gridDim.x, ++n) {
+    for (int n = 0, item = item_of(0); item < items; item = item_of(++n)) {
         decode(item);
         const int qb = n & 1;
         row0 = q0 + 64 * w + 16 * wq + g;
