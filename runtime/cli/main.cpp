@@ -48,6 +48,16 @@ stof::Tensor random_input(const stof::TensorInfo& in, std::mt19937_64& rng) {
     return t;
 }
 
+// All ones: the default of a padding mask (every key valid), as in unpadded inference.
+stof::Tensor ones(const stof::TensorInfo& in) {
+    stof::Tensor t(in.dtype, in.shape);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+        if (stof::is_float(in.dtype)) t.set_f64(i, 1.0);
+        else t.set_i64(i, 1);
+    }
+    return t;
+}
+
 // A file's tensor converted to the input's dtype (float to float, integer or bool
 // to integer or bool); the shape must match.
 stof::Tensor conform(const std::string& name, const stof::Tensor& t, const stof::TensorInfo& in) {
@@ -196,10 +206,17 @@ int run(const RunArgs& a) {
     json inputs = json::array();
     for (const stof::TensorInfo& in : rt.inputs()) {
         auto it = files.find(in.name);
-        const bool random = it == files.end();
-        rt.set_input(in.name, random ? random_input(in, rng) : conform(in.name, it->second, in));
-        if (random) spdlog::info("input '{}': random {}{}", in.name, stof::dtype_name(in.dtype), stof::shape_str(in.shape));
-        inputs.push_back({{"name", in.name}, {"dtype", stof::dtype_name(in.dtype)}, {"shape", in.shape}, {"random", random}});
+        const bool given = it != files.end(), padding = !given && stof::plan::is_padding_mask(rt.plan(), in.tensor);
+        rt.set_input(in.name, given ? conform(in.name, it->second, in) : padding ? ones(in) : random_input(in, rng));
+        const std::string what = stof::dtype_name(in.dtype) + stof::shape_str(in.shape);
+        if (padding) spdlog::info("input '{}': all ones {} (a padding mask: no key is padded)", in.name, what);
+        else if (!given) spdlog::info("input '{}': random {}", in.name, what);
+        inputs.push_back({{"name", in.name},
+                          {"dtype", stof::dtype_name(in.dtype)},
+                          {"shape", in.shape},
+                          {"data", given     ? "file"
+                                   : padding ? "ones"
+                                             : "random"}});
     }
     report["inputs"] = inputs;
     report["seed"] = a.seed;
@@ -290,7 +307,8 @@ int main(int argc, char** argv) {
     RunArgs a;
     int verbosity = 0;
     app.add_option("plan", a.plan, "Plan file written by stofc compile")->required();
-    app.add_option("--input,-i", a.inputs, "Input tensor NAME=FILE.npy (repeatable); other inputs get random data");
+    app.add_option("--input,-i", a.inputs,
+                   "Input tensor NAME=FILE.npy (repeatable); other inputs get random data, except padding masks: all ones");
     app.add_option("--shape", a.shapes,
                    "Input shape NAME=DIMS (input_ids=1x200) for a plan compiled for shape ranges (default: the "
                    "inputs' files, else each range's minimum); repeatable");

@@ -24,4 +24,9 @@ std::vector<int32_t> step_tensors(const Step& s) {
     return t;
 }
 
+bool is_padding_mask(const Plan& p, int32_t t) {
+    return t >= 0 && std::any_of(p.steps.begin(), p.steps.end(),
+                                 [t](const Step& s) { return s.kind == StepKind::key_valid && s.key_valid.mask == t; });
+}
+
 }  // namespace stof::plan

@@ -367,6 +367,16 @@ TEST_CASE("a hand-built plan survives serialize and parse field by field", "[cpu
     test::require_error([&] { plan::read_plan((dir / "absent.plan").string()); }, "does not exist");
 }
 
+TEST_CASE("is_padding_mask: the input the key_valid step reads, and no other tensor", "[cpu][plan]") {
+    const plan::Plan p = test::sample_plan(3);
+    for (int32_t t = 0; t < static_cast<int32_t>(p.tensors.size()); ++t) {
+        INFO(p.tensors[static_cast<size_t>(t)].name);
+        CHECK(plan::is_padding_mask(p, t) == (p.tensors[static_cast<size_t>(t)].name == "attention_mask"));
+    }
+    CHECK_FALSE(plan::is_padding_mask(p, -1));
+    CHECK_FALSE(plan::is_padding_mask(test::minimal_plan(), 0));
+}
+
 TEST_CASE("the smallest plan survives serialize and parse, empty sections included", "[cpu][plan]") {
     const plan::Plan p = test::minimal_plan();
     const std::string bytes = plan::serialize_plan(p);

@@ -259,6 +259,8 @@ struct Plan {
 
 // The tensors step s reads or writes (absent optional ones left out), in no particular order.
 std::vector<int32_t> step_tensors(const Step& s);
+// Whether tensor `t` is a padding mask: read by a key_valid step (nonzero = the key is valid).
+bool is_padding_mask(const Plan& p, int32_t t);
 
 // "launch", "gemm", "attention", "key_valid", "copy", "mask_convert" and "none", "bias", "gelu", ...
 const char* step_kind_name(StepKind k);
