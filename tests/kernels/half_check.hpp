@@ -3,8 +3,10 @@
 #pragma once
 
 #include "catch.hpp"
+#include "gpu_util.hpp"
 #include "stof/dtype.hpp"
 #include "stof/kernels/elem_type.hpp"
+#include "stof/kernels/fused_gemm.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -43,6 +45,18 @@ inline void check_close(kernels::ElemType t, const std::vector<uint16_t>& got, c
     INFO("first bad element " << first << ": " << from_bits(t, got[first]) << " against " << want[first]);
     CHECK(bad == 0);
     CHECK(std::sqrt(err2) <= (bf16 ? 4e-3 : 5e-4) * std::sqrt(ref2));
+}
+
+// Twice through the prepared kernel `k` (its staging and workspace reused), `d` (want.size()
+// elements of t) poisoned with NaN before each run, then checked as check_close does.
+inline void check_runs(const kernels::FusedGemm& k, void* d, kernels::ElemType t, const std::vector<double>& want, double atol) {
+    for (int run = 0; run < 2; ++run) {
+        INFO("run " << run);
+        CUDA_REQUIRE(cudaMemset(d, 0xff, want.size() * 2));
+        CUDA_REQUIRE(k.run(nullptr));
+        CUDA_REQUIRE(cudaDeviceSynchronize());
+        check_close(t, download<uint16_t>(d, want.size()), want, atol);
+    }
 }
 
 }  // namespace stof::test

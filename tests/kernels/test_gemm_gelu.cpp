@@ -86,13 +86,7 @@ TEST_CASE("gemm_gelu computes GELU(A·B + bias) in both types and configs, tails
                 const std::unique_ptr<kernels::FusedGemm> k = kernels::prepare_gemm_gelu(a, config, nullptr, why);
                 INFO(why);
                 REQUIRE(k != nullptr);
-                // Twice through the prepared kernel, the output poisoned (NaN) before each run.
-                for (int run = 0; run < 2; ++run) {
-                    CUDA_REQUIRE(cudaMemset(dd.ptr, 0xff, want.size() * 2));
-                    CUDA_REQUIRE(k->run(nullptr));
-                    CUDA_REQUIRE(cudaDeviceSynchronize());
-                    check_close(t, test::download<uint16_t>(dd.ptr, want.size()), want, 1e-3);
-                }
+                test::check_runs(*k, dd.ptr, t, want, 1e-3);
             }
         }
 }

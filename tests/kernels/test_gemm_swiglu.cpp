@@ -92,15 +92,7 @@ TEST_CASE("gemm_swiglu computes silu(A·Bg) · A·Bu in both types, tails in m, 
                 const std::unique_ptr<kernels::FusedGemm> k = kernels::prepare_gemm_swiglu(a, config, nullptr, why);
                 INFO(why);
                 REQUIRE(k != nullptr);
-                // Twice through the prepared kernel (the staging tile is reused across tiles and
-                // runs), the output poisoned (NaN) before each run.
-                for (int run = 0; run < 2; ++run) {
-                    CUDA_REQUIRE(cudaMemset(dd.ptr, 0xff, want.size() * 2));
-                    CUDA_REQUIRE(k->run(nullptr));
-                    CUDA_REQUIRE(cudaDeviceSynchronize());
-                    INFO("run " << run);
-                    test::check_close(t, test::download<uint16_t>(dd.ptr, want.size()), want, 2e-3);
-                }
+                test::check_runs(*k, dd.ptr, t, want, 2e-3);
             }
         }
 }
