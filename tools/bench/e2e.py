@@ -27,6 +27,8 @@ torch.compile peer starts from a reset Dynamo; its first call (the compilation) 
 most --compile-timeout-s; graph breaks and skipped CUDA graphs are reported next to its time.
 Times: median of --reps calls (fewer past ~5 s a peer), one forward per call, each call
 waited for (stofc: stof_plan_run with CUDA-graph replay; torch: forward then synchronize).
+"attention %": the share of stofc's attention steps in `stof-run PLAN --profile 20` on the
+case's inputs (stof-run next to --stofc; "–" where it cannot tell).
 
 Grids: `today` (docs/PERF.md's shapes and masks), `paper` (the STOF paper's points (B, S) =
 (1, 128), (8, 512), (16, 2048) for every family, with the paper's BigBird mask; ViT-base/16
@@ -356,6 +358,9 @@ def run_case(c, a, stof, work, flash_reason):
                 st["status"] = "ok" if st["err"] <= err_torch + TOL else "FAIL"
                 if st["status"] == "ok":
                     st["ms"], st["calls"] = timed(lambda: plan.run(True), a.reps)
+                    share = attention_share(Path(a.stofc).with_name("stof-run"), work / f"{tag}.plan", feeds, work, tag)
+                    if share is not None:
+                        st["attention_share"] = round(share, 3)
                 if off_plan is not None:
                     off_plan.run(True)
                     st["tuning"]["offline_err"] = float(np.abs(off_plan.output("last_hidden_state") - ref).max())
@@ -478,6 +483,24 @@ def cell(r):
     return "failed: " + r.get("reason", "?").replace("|", "/")[:120]
 
 
+def attention_share(stof_run, plan_path, feeds, work, tag):
+    """The attention steps' share of the plan's step times (stof-run --profile on the case's
+    inputs), or None with the reason logged."""
+    d = work / f"{tag}.inputs"
+    d.mkdir(exist_ok=True)
+    for n, v in feeds.items():
+        np.save(d / f"{n}.npy", v)
+    try:
+        r = subprocess.run([str(stof_run), str(plan_path), "--inputs-dir", str(d), "--profile", "20", "--json"],
+                           capture_output=True, text=True, timeout=300)
+        prof = json.loads(r.stdout)["profile"]
+        attn = sum(v["ms"] for k, v in prof["by_kind"].items() if "attention" in k)
+        return attn / prof["total_ms"]
+    except Exception as e:
+        log(f"{tag}: no attention share: {one_line(e)}")
+        return None
+
+
 def best(res, peers):
     ms = [res[p]["ms"] for p in peers if res.get(p, {}).get("status") == "ok"]
     return min(ms) if ms else None
@@ -485,7 +508,7 @@ def best(res, peers):
 
 def markdown(rows, peers):
     head = ["model", "B", "S", "mask", "stofc ms", *[f"{PEERS[p]} ms" for p in peers], "vs compile+Flex",
-            "vs best peer", "max err stofc / torch fp16", "stofc compile s"]
+            "vs best peer", "attention %", "max err stofc / torch fp16", "stofc compile s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         first = [r["family"], str(r["batch"]), str(r["seq"]), r["mask"]]
@@ -495,8 +518,9 @@ def markdown(rows, peers):
         res, st = r["results"], r["results"].get("stofc", {})
         ratio = lambda t: f"{t / st['ms']:.2f}×" if t and st.get("status") == "ok" else "–"
         err = f"{st['err']:.3g} / {r['err_torch_fp16']:.3g}" if "err" in st else "–"
+        attn = f"{100 * st['attention_share']:.0f}" if "attention_share" in st else "–"
         lines.append("| " + " | ".join(first + [cell(st), *[cell(res.get(p)) for p in peers],
-                                                 ratio(best(res, FLEX_PEERS)), ratio(best(res, peers)), err,
+                                                 ratio(best(res, FLEX_PEERS)), ratio(best(res, peers)), attn, err,
                                                  str(st.get("compile_s", "–"))]) + " |")
     tuned = [r for r in rows if "tuning" in r.get("results", {}).get("stofc", {})]
     if tuned:
