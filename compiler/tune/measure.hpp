@@ -5,7 +5,8 @@
 // A measurement loads the plan with the executor, fills its inputs with random
 // data from `seed` (tune/random_inputs.hpp; the same plan inputs give the same data:
 // floats uniform in [-1, 1], integers in the tensor's [int_lo, int_hi] or 0, bools 0/1,
-// kept across measurements up to an eighth of the machine's memory) and its
+// kept across measurements up to an eighth of the machine's memory; a padding mask,
+// plan::is_padding_mask, all ones: no key padded, as stof-run runs it) and its
 // placeholder weights (plan::Plan::placeholders) on the GPU: element i of a weight of
 // shape S is element i mod 65536 of the stream (seed, S), uniform in [-1/32, 1/32]
 // (finite and small in every float type; segments of one signature, whose weights have

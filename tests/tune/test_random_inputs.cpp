@@ -1,6 +1,6 @@
 // The tuning worker's random inputs: each element is the stream's element for its index,
 // in range for its type; the cache returns what it generated and drops the least recently
-// used past its bound.
+// used past its bound; padding masks are all ones.
 #include "catch.hpp"
 #include "tune/random_inputs.hpp"
 
@@ -59,6 +59,15 @@ TEST_CASE("random inputs: element i of stream (seed, i), in range for the type",
     for (int64_t i = 0; i < bits.numel(); ++i) ones += bits.get_i64(i);
     CHECK(ones > 400);
     CHECK(ones < 600);
+}
+
+TEST_CASE("padding masks are timed all ones: every element 1 in its type", "[cpu][tune]") {
+    for (DType t : {DType::i64, DType::i32, DType::boolean, DType::f32, DType::f16}) {
+        INFO(dtype_name(t));
+        const Tensor x = tune::ones_input(desc(t, {2, 300}, 0, 1));
+        REQUIRE(x.numel() == 600);
+        for (int64_t i = 0; i < x.numel(); ++i) REQUIRE(x.get_f64(i) == 1.0);
+    }
 }
 
 TEST_CASE("random inputs: the cache keeps the most recently used within its bound", "[cpu][tune]") {
