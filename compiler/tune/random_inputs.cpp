@@ -56,15 +56,6 @@ Tensor random_input(const plan::TensorDesc& t, uint64_t seed) {
     return x;
 }
 
-Tensor ones_input(const plan::TensorDesc& t) {
-    Tensor x(t.dtype, t.shape);
-    for (int64_t i = 0; i < x.numel(); ++i) {
-        if (is_float(t.dtype)) x.set_f64(i, 1.0);
-        else x.set_i64(i, 1);
-    }
-    return x;
-}
-
 InputCache::InputCache(size_t max_bytes) : max_bytes_(max_bytes) {}
 
 size_t InputCache::default_bytes() {

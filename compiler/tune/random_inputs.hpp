@@ -23,8 +23,6 @@ double draw_unit(uint64_t seed, uint64_t i);
 // draw(seed, i)), integers in [int_lo, int_hi] (zeros when int_lo > int_hi: no known
 // range), bools 0 or 1.
 Tensor random_input(const plan::TensorDesc& t, uint64_t seed);
-// All ones in t's dtype: a padding mask's contents when timing (every key valid).
-Tensor ones_input(const plan::TensorDesc& t);
 
 // random_input(t, seed) kept for later plans with the same input (a segment's candidates
 // and its reference share theirs), at most max_bytes of them, the least recently used

@@ -145,7 +145,7 @@ public:
         for (size_t i = 0; i < p.inputs.size(); ++i) {
             const int32_t t = p.inputs[i];
             const plan::TensorDesc& d = p.tensors[static_cast<size_t>(t)];
-            if (plan::is_padding_mask(p, t)) ex.upload(t, ones_input(d).bytes.data());
+            if (plan::is_padding_mask(p, t)) ex.upload(t, full(d.dtype, d.shape, 1.0).bytes.data());
             else ex.upload(t, inputs_.get(d, seed * 1000003 + i).bytes.data());
         }
         const auto t1 = std::chrono::steady_clock::now();

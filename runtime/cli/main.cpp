@@ -48,16 +48,6 @@ stof::Tensor random_input(const stof::TensorInfo& in, std::mt19937_64& rng) {
     return t;
 }
 
-// All ones: the default of a padding mask (every key valid), as in unpadded inference.
-stof::Tensor ones(const stof::TensorInfo& in) {
-    stof::Tensor t(in.dtype, in.shape);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-        if (stof::is_float(in.dtype)) t.set_f64(i, 1.0);
-        else t.set_i64(i, 1);
-    }
-    return t;
-}
-
 // A file's tensor converted to the input's dtype (float to float, integer or bool
 // to integer or bool); the shape must match.
 stof::Tensor conform(const std::string& name, const stof::Tensor& t, const stof::TensorInfo& in) {
@@ -207,7 +197,9 @@ int run(const RunArgs& a) {
     for (const stof::TensorInfo& in : rt.inputs()) {
         auto it = files.find(in.name);
         const bool given = it != files.end(), padding = !given && stof::plan::is_padding_mask(rt.plan(), in.tensor);
-        rt.set_input(in.name, given ? conform(in.name, it->second, in) : padding ? ones(in) : random_input(in, rng));
+        rt.set_input(in.name, given     ? conform(in.name, it->second, in)
+                              : padding ? stof::full(in.dtype, in.shape, 1.0)
+                                        : random_input(in, rng));
         const std::string what = stof::dtype_name(in.dtype) + stof::shape_str(in.shape);
         if (padding) spdlog::info("input '{}': all ones {} (a padding mask: no key is padded)", in.name, what);
         else if (!given) spdlog::info("input '{}': random {}", in.name, what);

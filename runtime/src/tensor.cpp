@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace stof {
 
@@ -103,6 +104,12 @@ void Tensor::set_i64(int64_t i, int64_t v) {
         case DType::boolean: data<uint8_t>()[i] = v != 0; return;
         default: set_f64(i, static_cast<double>(v)); return;
     }
+}
+
+Tensor full(DType t, Shape s, double value) {
+    Tensor x(t, std::move(s));
+    for (int64_t i = 0; i < x.numel(); ++i) x.set_f64(i, value);
+    return x;
 }
 
 std::string Tensor::describe() const { return std::string(dtype_name(dtype)) + shape_str(shape); }

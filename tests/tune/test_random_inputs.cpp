@@ -61,10 +61,10 @@ TEST_CASE("random inputs: element i of stream (seed, i), in range for the type",
     CHECK(ones < 600);
 }
 
-TEST_CASE("padding masks are timed all ones: every element 1 in its type", "[cpu][tune]") {
+TEST_CASE("padding masks are timed all ones (stof::full): every element 1 in its type", "[cpu][tune]") {
     for (DType t : {DType::i64, DType::i32, DType::boolean, DType::f32, DType::f16}) {
         INFO(dtype_name(t));
-        const Tensor x = tune::ones_input(desc(t, {2, 300}, 0, 1));
+        const Tensor x = full(t, {2, 300}, 1.0);
         REQUIRE(x.numel() == 600);
         for (int64_t i = 0; i < x.numel(); ++i) REQUIRE(x.get_f64(i) == 1.0);
     }

@@ -46,6 +46,9 @@ struct Tensor {
     std::string describe() const;  // "f32[2,3]"
 };
 
+// A tensor of dtype t and shape s with every element `value` (converted as set_f64 does).
+Tensor full(DType t, Shape s, double value);
+
 // Copy of t converted to dtype `to` (floats round, float→int truncates toward zero).
 Tensor cast(const Tensor& t, DType to);
 
