@@ -1,6 +1,7 @@
 // What the fused GEMMs with epilogues of their own (gemm_swiglu_sm90.cuh, gemm_rotary_sm90.cuh)
 // share: the members CUTLASS's Sm90TmaWarpSpecializedAdapter asks of an epilogue beyond its
-// Arguments, SharedStorage, can_implement and operator(), and the kernels' tile shapes.
+// Arguments, SharedStorage, can_implement and operator(); the walk over a thread's
+// accumulators; the tile shapes; the CUTLASS GEMM around such an epilogue and its preparation.
 #pragma once
 
 #include "prepared_cutlass_gemm.cuh"
