@@ -5,7 +5,8 @@
 # models must be in ~/.cache/stofc/thirdparty), latency, dumps (DUMP_MODELS=dirs), bench, e2e, bandwidth,
 # shapes, calibrate, gemm.
 #   bandwidth: tools/bench/bandwidth.py (fused elementwise and row-norm kernels against PyTorch, TB/s).
-#   gemm: stof_gemm_swiglu_bench (tools/bench/gemm_swiglu.cu) at GEMM_SHAPES (M,N,K ...; default LLaMA's MLP).
+#   gemm: stof_fused_gemm_bench (tools/bench/fused_gemm.cu) at GEMM_CASES (swiglu:M,N,K, rotary:M,N,K,R,D,S ...;
+#         default LLaMA's MLP and Q/K/V projection).
 #   shapes: tools/bench/shape_ranges.sh (range plans against exact-shape plans: outputs and latency).
 #   bench: tools/bench/mha.py per grid; BENCH_GRIDS (default "paper targets"; also quick headdims
 #          element gqa), BENCH_FLAGS (more mha.py flags, e.g. "--dtype bf16 --no-flash").
@@ -102,7 +103,7 @@ bandwidth() {
         --json "$OUT/bandwidth.json" --markdown "$OUT/bandwidth.md"
 }
 shapes() { tools/bench/shape_ranges.sh $BUILD "$OUT/shapes"; }
-gemm() { $BUILD/bin/stof_gemm_swiglu_bench ${GEMM_SHAPES:-} > "$OUT/gemm_swiglu.md" && cat "$OUT/gemm_swiglu.md"; }
+gemm() { $BUILD/bin/stof_fused_gemm_bench ${GEMM_CASES:-} > "$OUT/fused_gemm.md" && cat "$OUT/fused_gemm.md"; }
 calibrate() { "$PY" tools/bench/calibrate_selector.py --lib $BUILD/lib/libstof.so --json "$OUT/calibration.json"; }
 
 step build build
