@@ -290,7 +290,6 @@ private:
             const bool fused = std::any_of(made.begin(), made.end(), [&](const Segment* s) {
                 return fused_gelu_gemm(g_, *s) || fused_swiglu_gemm(g_, *s);
             });
-            const Timing old_t = total(r.plan, gone, fused), new_t = total(next, made, fused);
             if (fused)
                 for (Segment& s : next.segments)
                     if (s.kind == SegmentKind::gemm && !before.count(identity(s))) {
@@ -298,6 +297,7 @@ private:
                         best_time(next, s, c);
                         s.config = c;
                     }
+            const Timing old_t = total(r.plan, gone, fused), new_t = total(next, made);
             for (const Segment* t : made) m.made.push_back(segment_signature(g_, *t));
             m.old_us = old_t.us;
             m.new_us = new_t.us;
