@@ -1,7 +1,7 @@
 // What the fused GEMMs with epilogues of their own (gemm_swiglu_sm90.cuh, gemm_rotary_sm90.cuh)
 // share: the members CUTLASS's Sm90TmaWarpSpecializedAdapter asks of an epilogue beyond its
 // Arguments, SharedStorage, can_implement and operator(); the walk over a thread's
-// accumulators; the tile shapes; the CUTLASS GEMM around such an epilogue and its preparation.
+// accumulators; the store of a staged tile; the tile shapes; the CUTLASS GEMM around such an epilogue and its preparation.
 #pragma once
 
 #include "prepared_cutlass_gemm.cuh"
@@ -71,6 +71,26 @@ CUTLASS_DEVICE void for_each_pair(const cute::Tensor<Engine, Layout>& acc, const
     static_assert(decltype(size<0, 0>(acc))::value == 2, "for_each_pair: accumulators in column pairs");
     CUTLASS_PRAGMA_UNROLL
     for (int i = 0; i < size(acc); i += 2) f(acc(i), acc(i + 1), get<0>(coord(i)), get<1>(coord(i)));
+}
+
+// Stores a TileM × TileN staging tile (row-major, pitch Pitch elements) at rows [row0, row0 +
+// TileM) and columns [col0, col0 + TileN) of d [m, ld] row-major, in 16-byte pieces of rows
+// (a row's pieces from consecutive threads), clipped to m rows and n columns (n and col0
+// multiples of 16 bytes). Called by the Threads threads that staged the tile, after a barrier.
+template <int TileM, int TileN, int Pitch, int Threads, class T>
+CUTLASS_DEVICE void store_staged(const T* stage, T* d, int64_t ld, int64_t row0, int64_t col0, int64_t m, int64_t n,
+                                 int thread_idx) {
+    constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+    constexpr int kChunksPerRow = TileN / kVec;
+    static_assert(TileN % kVec == 0 && Pitch % kVec == 0, "store_staged: rows in 16-byte pieces");
+    static_assert(TileM * kChunksPerRow % Threads == 0, "store_staged: every thread stores as many pieces");
+    CUTLASS_PRAGMA_UNROLL
+    for (int it = 0; it < TileM * kChunksPerRow / Threads; ++it) {
+        const int piece = it * Threads + thread_idx;
+        const int r = piece / kChunksPerRow, c = piece % kChunksPerRow * kVec;
+        if (row0 + r < m && col0 + c < n)
+            *reinterpret_cast<uint4*>(d + (row0 + r) * ld + col0 + c) = *reinterpret_cast<const uint4*>(stage + r * Pitch + c);
+    }
 }
 
 // A kernel's shape: the CTA tile (rows, b's columns, k), the cluster, the mainloop schedule

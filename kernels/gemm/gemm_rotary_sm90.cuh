@@ -15,18 +15,23 @@
 #include "cutlass/cutlass.h"
 #include "cutlass/util/packed_stride.hpp"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace stof::kernels::gemm {
 
-// The epilogue of a tile of kTileM rows and kTileN columns. The accumulators go to a kTileM ×
-// kTileN fp32 staging tile in shared memory (no rounding before the rotation); then each
-// thread takes 8 consecutive columns of a row at a time: in the rotated columns it combines
-// them with the 8 columns head_dim / 2 away in the same head (a tile holds whole heads: its
-// columns start at a multiple of kTileN, a multiple of head_dim) and that position's cos and
-// sin, and stores 8 elements of d. Run through CUTLASS's Sm90TmaWarpSpecializedAdapter by the
+// The epilogue of a tile of kTileM rows and kTileN columns. A tile holds whole heads (its
+// columns start at a multiple of kTileN, a multiple of head_dim), and a thread's accumulators
+// of a row hold each of its columns together with the column head_dim / 2 away: the wgmma
+// fragment ((2, 2, kTileN / 8), M blocks, 1) is (column pair, row + 8, column block of 8), so
+// column block j's partner is block j ^ (head_dim / 16). Each thread rotates its pairs in
+// registers (fp32, no rounding before the rotation) with that position's cos and sin, rounds
+// them into a kTileM × kTileN staging tile in shared memory, and the tile goes to d in 16-byte
+// pieces of rows (store_staged). Run through CUTLASS's Sm90TmaWarpSpecializedAdapter by the
 // kThreads threads that computed the tile; the ping-pong kernel runs its consumers' epilogues
 // one after the other, so they share the staging tile.
 template <class T, class Tile, int Threads> class RotaryEpilogue : public OwnEpilogue<T> {
@@ -34,15 +39,13 @@ public:
     static constexpr int kTileM = cute::size<0>(Tile{});
     static constexpr int kTileN = cute::size<1>(Tile{});
     static constexpr int kThreads = Threads;
-    static constexpr int kVec = 8;             // elements a thread stores at once: 16 bytes
-    static constexpr int kPitch = kTileN + 8;  // staging row pitch (floats): a half-warp's 8-byte stores in distinct banks
-    static constexpr int kChunksPerRow = kTileN / kVec;
+    static constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+    static constexpr int kPitch = kTileN + kVec;  // staging row pitch: a warp's 4-byte stores of 8 rows in distinct banks
     static_assert(sizeof(T) == 2, "RotaryEpilogue: 16-bit elements");
     static_assert(kTileN % 128 == 0, "RotaryEpilogue: a tile holds whole heads of 64 or 128 columns");
-    static_assert(kTileM * kChunksPerRow % kThreads == 0, "RotaryEpilogue: every thread stores as many pieces");
 
     struct SharedStorage {
-        alignas(128) float x[kTileM * kPitch];
+        alignas(128) T out[kTileM * kPitch];
     };
     using TensorStorage = SharedStorage;
 
@@ -73,52 +76,73 @@ public:
                                    const cute::Tensor<FrgEngine, FrgLayout>& acc, TiledMma tiled_mma, ResidueMNK,
                                    int thread_idx, char* smem) {
         using namespace cute;
-        float* stage = reinterpret_cast<SharedStorage*>(smem)->x;
-        cutlass::arch::NamedBarrier::sync(kThreads, cutlass::arch::ReservedNamedBarriers::EpilogueBarrier);  // last tile stored
-        for_each_pair<kTileM, kTileN>(acc, tiled_mma, thread_idx, [&](float x0, float x1, int r, int c) {
-            *reinterpret_cast<float2*>(stage + r * kPitch + c) = make_float2(x0, x1);
-        });
-        cutlass::arch::NamedBarrier::sync(kThreads, cutlass::arch::ReservedNamedBarriers::EpilogueBarrier);
-
-        const int64_t m = get<0>(problem), n = get<1>(problem);
+        T* stage = reinterpret_cast<SharedStorage*>(smem)->out;
         const int64_t row0 = static_cast<int64_t>(get<0>(blk_coord)) * kTileM;
         const int64_t col0 = static_cast<int64_t>(get<1>(blk_coord)) * kTileN;
-        const int half = params_.head_dim / 2;
-        CUTLASS_PRAGMA_UNROLL
-        for (int it = 0; it < kTileM * kChunksPerRow / kThreads; ++it) {
-            const int piece = it * kThreads + thread_idx;
-            const int r = piece / kChunksPerRow, c = piece % kChunksPerRow * kVec;
-            const int64_t row = row0 + r, col = col0 + c;
-            if (row >= m || col >= n) continue;
-            const float* x = stage + r * kPitch + c;
-            float v[kVec];
-            *reinterpret_cast<float4*>(v) = *reinterpret_cast<const float4*>(x);
-            *reinterpret_cast<float4*>(v + 4) = *reinterpret_cast<const float4*>(x + 4);
-            if (col < params_.rot_cols) {
-                const int e = static_cast<int>(col) & (params_.head_dim - 1);  // column within its head
-                const bool first = e < half;
-                const float* y = x + (first ? half : -half);
-                float u[kVec];
-                *reinterpret_cast<float4*>(u) = *reinterpret_cast<const float4*>(y);
-                *reinterpret_cast<float4*>(u + 4) = *reinterpret_cast<const float4*>(y + 4);
-                const int64_t at = row % params_.cos_rows * params_.head_dim + e;
-                alignas(16) T cs[kVec], sn[kVec];
-                *reinterpret_cast<uint4*>(cs) = __ldg(reinterpret_cast<const uint4*>(params_.cos + at));
-                *reinterpret_cast<uint4*>(sn) = __ldg(reinterpret_cast<const uint4*>(params_.sin + at));
-                CUTLASS_PRAGMA_UNROLL
-                for (int j = 0; j < kVec; ++j) {
-                    const float s = static_cast<float>(sn[j]);
-                    v[j] = v[j] * static_cast<float>(cs[j]) + (first ? -u[j] : u[j]) * s;
-                }
-            }
-            alignas(16) T out[kVec];
-            CUTLASS_PRAGMA_UNROLL
-            for (int j = 0; j < kVec; ++j) out[j] = T(v[j]);
-            *reinterpret_cast<uint4*>(params_.d + row * params_.ld + col) = *reinterpret_cast<const uint4*>(out);
-        }
+        const Tensor coord =
+            tiled_mma.get_thread_slice(thread_idx).partition_C(make_identity_tensor(make_shape(Int<kTileM>{}, Int<kTileN>{})));
+        cutlass::arch::NamedBarrier::sync(kThreads, cutlass::arch::ReservedNamedBarriers::EpilogueBarrier);  // last tile stored
+        if (params_.head_dim == 64) rotate<64>(acc, coord, row0, col0, stage);
+        else rotate<128>(acc, coord, row0, col0, stage);
+        cutlass::arch::NamedBarrier::sync(kThreads, cutlass::arch::ReservedNamedBarriers::EpilogueBarrier);
+        store_staged<kTileM, kTileN, kPitch, kThreads>(stage, params_.d, params_.ld, row0, col0, get<0>(problem),
+                                                       get<1>(problem), thread_idx);
     }
 
 private:
+    // The tile's heads of HeadDim columns rotated where col0 + their first column < rot_cols,
+    // the rest copied, into stage (row-major, pitch kPitch).
+    template <int HeadDim, class Acc, class Coord>
+    CUTLASS_DEVICE void rotate(const Acc& acc, const Coord& coord, int64_t row0, int64_t col0, T* stage) const {
+        using namespace cute;
+        static_assert(rank(Acc{}) == 3 && decltype(size<0, 0>(acc))::value == 2 && decltype(size<0, 1>(acc))::value == 2 &&
+                          decltype(size<0, 2>(acc))::value == kTileN / 8 && decltype(size<2>(acc))::value == 1,
+                      "RotaryEpilogue: the wgmma fragment ((2, 2, kTileN / 8), M blocks, 1) of a whole tile row");
+        constexpr int kHalfBlocks = HeadDim / 16;  // column blocks of 8 in half a head
+        using T2 = std::conditional_t<std::is_same_v<T, cutlass::half_t>, __half2, __nv_bfloat162>;
+        CUTLASS_PRAGMA_UNROLL
+        for (int mb = 0; mb < size<1>(acc); ++mb) {
+            CUTLASS_PRAGMA_UNROLL
+            for (int v1 = 0; v1 < 2; ++v1) {
+                const auto at = [&](int j, int v0) { return make_coord(make_coord(v0, v1, j), mb, 0); };
+                const int r = get<0>(coord(at(0, 0)));
+                const int64_t p = (row0 + r) % params_.cos_rows;
+                CUTLASS_PRAGMA_UNROLL
+                for (int jj = 0; jj < kHalfBlocks; ++jj) {  // column pair e, e + 1 of the first half of each head
+                    const int e = get<1>(coord(at(jj, 0)));
+                    const T* cs = params_.cos + p * HeadDim + e;
+                    const T* sn = params_.sin + p * HeadDim + e;
+                    CUTLASS_PRAGMA_UNROLL
+                    for (int head = 0; head < kTileN / HeadDim; ++head) {
+                        const int j1 = head * 2 * kHalfBlocks + jj, j2 = j1 + kHalfBlocks;
+                        float x1[2] = {acc(at(j1, 0)), acc(at(j1, 1))}, x2[2] = {acc(at(j2, 0)), acc(at(j2, 1))};
+                        if (col0 + head * HeadDim < params_.rot_cols) {
+                            const float2 c1 = to_float2(*reinterpret_cast<const T2*>(cs));
+                            const float2 s1 = to_float2(*reinterpret_cast<const T2*>(sn));
+                            const float2 c2 = to_float2(*reinterpret_cast<const T2*>(cs + HeadDim / 2));
+                            const float2 s2 = to_float2(*reinterpret_cast<const T2*>(sn + HeadDim / 2));
+                            const float y1[2] = {x1[0] * c1.x - x2[0] * s1.x, x1[1] * c1.y - x2[1] * s1.y};
+                            const float y2[2] = {x2[0] * c2.x + x1[0] * s2.x, x2[1] * c2.y + x1[1] * s2.y};
+                            x1[0] = y1[0], x1[1] = y1[1], x2[0] = y2[0], x2[1] = y2[1];
+                        }
+                        const int c = get<1>(coord(at(j1, 0)));
+                        *reinterpret_cast<T2*>(stage + r * kPitch + c) = from_float2(x1[0], x1[1]);
+                        *reinterpret_cast<T2*>(stage + r * kPitch + c + HeadDim / 2) = from_float2(x2[0], x2[1]);
+                    }
+                }
+            }
+        }
+    }
+
+    template <class T2> CUTLASS_DEVICE static float2 to_float2(T2 v) {
+        if constexpr (std::is_same_v<T2, __half2>) return __half22float2(v);
+        else return __bfloat1622float2(v);
+    }
+    CUTLASS_DEVICE static auto from_float2(float a, float b) {
+        if constexpr (std::is_same_v<T, cutlass::half_t>) return __floats2half2_rn(a, b);
+        else return __floats2bfloat162_rn(a, b);
+    }
+
     Params params_;
 };
 

@@ -40,9 +40,6 @@ public:
     static constexpr int kThreads = Threads;
     static constexpr int kVec = 16 / static_cast<int>(sizeof(T));
     static constexpr int kPitch = kOutN + kVec;  // staging row pitch: consecutive rows 4 banks apart
-    static constexpr int kChunksPerRow = kOutN / kVec;
-    static_assert(kOutN % kVec == 0, "SwigluEpilogue: d's tile columns in 16-byte pieces");
-    static_assert(kTileM * kChunksPerRow % kThreads == 0, "SwigluEpilogue: every thread stores as many pieces");
 
     struct SharedStorage {
         alignas(128) T out[kTileM * kPitch];
@@ -75,17 +72,10 @@ public:
         });
         cutlass::arch::NamedBarrier::sync(kThreads, cutlass::arch::ReservedNamedBarriers::EpilogueBarrier);
 
-        const int64_t m = get<0>(problem), n = get<1>(problem) / 2;
         const int64_t row0 = static_cast<int64_t>(get<0>(blk_coord)) * kTileM;
         const int64_t col0 = static_cast<int64_t>(get<1>(blk_coord)) * kOutN;
-        CUTLASS_PRAGMA_UNROLL
-        for (int it = 0; it < kTileM * kChunksPerRow / kThreads; ++it) {
-            const int piece = it * kThreads + thread_idx;
-            const int r = piece / kChunksPerRow, c = piece % kChunksPerRow * kVec;
-            if (row0 + r < m && col0 + c < n)
-                *reinterpret_cast<uint4*>(params_.d + (row0 + r) * params_.ld + col0 +
-                                          c) = *reinterpret_cast<const uint4*>(stage + r * kPitch + c);
-        }
+        store_staged<kTileM, kOutN, kPitch, kThreads>(stage, params_.d, params_.ld, row0, col0, get<0>(problem),
+                                                      get<1>(problem) / 2, thread_idx);
     }
 
 private:
