@@ -66,9 +66,8 @@ std::vector<plan::SegmentInfo> segment_infos(const ir::Graph& g, const fusion::S
     for (const fusion::Segment& s : r.plan.segments) {
         plan::SegmentInfo info;
         info.kind = fusion::segment_kind_name(s.kind);
-        info.templ = fusion::fused_gelu_gemm(g, s)     ? "gemm_gelu"
-                     : fusion::fused_swiglu_gemm(g, s) ? "gemm_swiglu"
-                                                       : template_of(s.kind);
+        const plan::Epilogue fused = fusion::fused_gemm_epilogue(g, s);
+        info.templ = plan::fused_epilogue(fused) ? plan::fused_gemm_kernel_name(fused) : template_of(s.kind);
         info.config = s.config.str();
         const std::string sig = fusion::segment_signature(g, s);
         auto t = times.find(sig + "#" + s.config.str());

@@ -27,6 +27,9 @@ const std::vector<PassInfo>& pipeline_passes() {
         {"merge-sibling-linear", passes::merge_sibling_linear,
          "after fuse-linear (one form of linear layer); before fuse-attention, which then reads Q/K/V in place from "
          "the merged projection"},
+        {"fuse-rotary", passes::fuse_rotary,
+         "after merge-sibling-linear (rotates the query and key columns of the merged projection) and before "
+         "fuse-attention, which then reads the rotated Q/K and V in place from the Rotary output"},
         {"fuse-attention", passes::fuse_attention,
          "needs folded constants to classify the mask; leaves the mask subgraphs for dead-code elimination"},
         {"decompose-attention", passes::decompose_attention,

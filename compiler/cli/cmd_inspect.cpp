@@ -56,10 +56,14 @@ std::string step_detail(const plan::Plan& p, const plan::Step& s) {
         }
         case plan::StepKind::gemm: {
             const plan::GemmStep& g = s.gemm;
-            return fmt::format("{} = {}{} x {}{} m={} n={} k={} batch={} alpha={} beta={}{} epilogue {}", tensor_name(p, g.d),
-                               tensor_name(p, g.a), g.trans_a ? "^T" : "", tensor_name(p, g.b), g.trans_b ? "^T" : "", g.m, g.n,
-                               g.k, g.batch, g.alpha, g.beta, g.c >= 0 ? " c=" + tensor_name(p, g.c) : "",
-                               plan::epilogue_name(g.epilogue));
+            return fmt::format(
+                "{} = {}{} x {}{} m={} n={} k={} batch={} alpha={} beta={}{} epilogue {}{}", tensor_name(p, g.d),
+                tensor_name(p, g.a), g.trans_a ? "^T" : "", tensor_name(p, g.b), g.trans_b ? "^T" : "", g.m, g.n, g.k, g.batch,
+                g.alpha, g.beta, g.c >= 0 ? " c=" + tensor_name(p, g.c) : "", plan::epilogue_name(g.epilogue),
+                g.epilogue == plan::Epilogue::rotary
+                    ? fmt::format(" (cos={} sin={} positions={} columns={} head_dim={})", tensor_name(p, g.rotary.cos),
+                                  tensor_name(p, g.rotary.sin), g.rotary.rows, g.rotary.cols, g.rotary.head_dim)
+                    : "");
         }
         case plan::StepKind::attention: {
             const plan::AttentionStep& a = s.attention;

@@ -1,7 +1,8 @@
 // MatMul and Gemm as GEMM steps (plan::GemmStep), row-major: cuBLASLt, or the fused GEMM + bias +
 // GELU kernel for an epilogue ending in the exact Gelu, or the fused GEMM + SwiGLU kernel for an
 // epilogue gating the halves of the result (fusion::fused_swiglu_gemm: Split, Sigmoid, Mul, Mul;
-// the weight's gate and up columns interleaved at compile time).
+// the weight's gate and up columns interleaved at compile time), or the fused GEMM + rotary
+// embedding kernel for an epilogue that is the Rotary op (fusion::fused_rotary_gemm).
 #include "codegen/emitters.hpp"
 #include "precision.hpp"
 #include "ops/op_util.hpp"
@@ -61,6 +62,7 @@ void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::No
     // cuBLASLt multiplies operands of one type: the plan's float storage type.
     const DType compute = float_dtype(st.precision);
     const bool swiglu = epilogue_nodes.size() == 4 && epilogue_nodes[0]->op == ir::Op::Split;
+    const bool rotary = epilogue_nodes.size() == 1 && epilogue_nodes[0]->op == ir::Op::Rotary;
     gs.a = st.tensor(n.inputs[0]);
     if (swiglu) {  // the weight [K, 2F] = [gate | up] with its columns interleaved: gate j, up j, ...
         const ir::Value& w = g.value(n.inputs[1]);
@@ -159,8 +161,21 @@ void emit_gemm(LowerState& st, const ir::Node& n, const std::vector<const ir::No
         gs.epilogue = plan::Epilogue::swiglu;
         gs.ldd = gs.n / 2;
         nodes.insert(nodes.end(), epilogue_nodes.begin(), epilogue_nodes.end());
+    } else if (rotary) {  // Rotary(x, cos [rows, head_dim], sin) {head_dim, rot_cols}
+        const ir::Node& r = *epilogue_nodes[0];
+        STOF_CHECK(n.op == ir::Op::MatMul && gs.batch == 1 && compute != DType::f32,
+                   "{}: the rotary embedding folds into one 16-bit GEMM over every row only", r.label());
+        gs.epilogue = plan::Epilogue::rotary;
+        gs.rotary.cos = st.tensor(r.inputs[1]);
+        gs.rotary.sin = st.tensor(r.inputs[2]);
+        for (int32_t* t : {&gs.rotary.cos, &gs.rotary.sin})
+            if (st.plan.tensors[static_cast<size_t>(*t)].dtype != compute) *t = emit_convert(st, *t, compute);
+        gs.rotary.rows = g.value(r.inputs[1]).shape.at(0);
+        gs.rotary.cols = r.attrs.i("rot_cols", 0);
+        gs.rotary.head_dim = static_cast<int32_t>(r.attrs.i("head_dim", 0));
+        nodes.push_back(&r);
     }
-    for (const ir::Node* e : swiglu ? std::vector<const ir::Node*>{} : epilogue_nodes) {
+    for (const ir::Node* e : swiglu || rotary ? std::vector<const ir::Node*>{} : epilogue_nodes) {
         nodes.push_back(e);
         const ir::ValueId other = e->op == ir::Op::Add
                                       ? (e->inputs[0] == nodes[nodes.size() - 2]->outputs[0] ? e->inputs[1] : e->inputs[0])

@@ -397,6 +397,55 @@ Expr ValueEmitter::node_value(const ir::Node& n, size_t out, const std::vector<s
                                               DType::f32, false);
             return {fmt::format("fmaf({}, {}[{}], {}[{}])", as_float(at(n.inputs[0], c)).code, pa, c[1], pb, c[1]), Scalar::f};
         }
+        case Op::Rotary: {
+            // ops/rotary.cpp: y[r, c] = x[r, c]·cos[p, e] + (e < h ? −x[r, c + h] : x[r, c − h])·sin[p, e] for
+            // c < R (e = c % D, p = r % P), x[r, c] for c >= R; r the row over the leading dims. The partner
+            // x[r, c ± h] is read in a branch (its column is out of range when not taken).
+            const size_t last = os.size() - 1;
+            const int64_t cols = os[last], d = n.attrs.i("head_dim", 0), rot = n.attrs.i("rot_cols", 0), h = d / 2;
+            const int64_t positions = g.value(n.inputs[1]).shape[0];
+            const std::string& col = c[last];
+            // p: r % P from the smallest suffix of the leading dims whose size is a multiple of P.
+            std::string p = "0";
+            if (positions > 1) {
+                size_t from = last;
+                int64_t size = 1;
+                while (from > 0 && size % positions != 0) size *= os[--from];
+                const std::string r = linear_index(
+                    Shape(os.begin() + static_cast<std::ptrdiff_t>(from), os.begin() + static_cast<std::ptrdiff_t>(last)),
+                    std::vector<std::string>(c.begin() + static_cast<std::ptrdiff_t>(from),
+                                             c.begin() + static_cast<std::ptrdiff_t>(last)));
+                p = hoist({size == positions ? r : fmt::format("({} % {})", r, positions), Scalar::i}).code;
+            }
+            // Vector mode: when the row is lane-free and the column is the lane plus multiples of V, with
+            // h a multiple of V, all V lanes take one branch (the same half of one head, on the same side
+            // of R): the partner loads are vector loads guarded by that branch's condition at the base,
+            // and e moves with the lane, so cos and sin are vector loads too.
+            bool uniform = vec_ > 1 && h % vec_ == 0 && lane_aligned(col, kLane, vec_);
+            for (size_t k = 0; uniform && k < last; ++k) uniform = lane_slope(c[k], kLane) == 0;
+            const std::string cb = uniform ? at_lane_base(col) : "", eb = uniform ? fmt::format("({} % {})", cb, d) : "";
+            std::string e = cols == d ? col : fmt::format("({} % {})", col, d);
+            if (uniform && cols != d) e = fmt::format("({} + ({} - {}))", eb, kLane, lane_base_);
+            e = hoist({e, Scalar::i}).code;
+            const Expr x = hoist(as_float(at(n.inputs[0], c)));
+            const Expr cs = as_float(at(n.inputs[1], {p, e})), sn = as_float(at(n.inputs[2], {p, e}));
+            const int levels = rot < cols ? 2 : 1;  // inside c < R, then inside one half
+            conditional_ += levels;
+            if (uniform && rot < cols) guards_.push_back(fmt::format("({} < {})", cb, rot));
+            if (uniform) guards_.push_back(fmt::format("({} < {})", eb, h));
+            std::vector<std::string> pc = c;
+            pc[last] = add_offset(col, h);
+            const Expr lo = as_float(at(n.inputs[0], pc));  // e < h: x[r, c + h]
+            if (uniform) guards_.back() = fmt::format("({} >= {})", eb, h);
+            pc[last] = add_offset(col, -h);
+            const Expr hi = as_float(at(n.inputs[0], pc));  // e >= h: x[r, c - h]
+            if (uniform) guards_.resize(guards_.size() - static_cast<size_t>(levels));
+            conditional_ -= levels;
+            const std::string y = fmt::format("({} * {} + ({} < {} ? -{} : {}) * {})", x.code, cs.code, e, h, lo.code, hi.code,
+                                              sn.code);
+            if (rot == cols) return {y, Scalar::f};
+            return {fmt::format("({} < {} ? {} : {})", col, rot, y, x.code), Scalar::f};
+        }
 
         // Layout ops: index maps from output coordinates to input coordinates.
         case Op::Reshape:

@@ -135,6 +135,21 @@ std::vector<int> swiglu_epilogue(const ir::Graph& g, const ir::Node& n, const st
     return {split, sig, silu, out};
 }
 
+// The node after GEMM node n that the fused GEMM + rotary embedding applies: the Rotary op
+// (fuse-rotary) reading n's result, its only reader, in heads of 64 or 128 columns; n a
+// MatMul by a constant [K, N] weight with K and N multiples of 8 and its result no graph
+// output. Empty when the pattern does not match.
+std::vector<int> rotary_epilogue(const ir::Graph& g, const ir::Node& n, const std::vector<std::vector<int>>& cons,
+                                 const std::vector<char>& is_output) {
+    if (!fused_gemm_shapes(g, n)) return {};
+    const auto p = static_cast<size_t>(n.outputs[0]);
+    if (cons[p].size() != 1 || is_output[p]) return {};
+    const ir::Node& r = g.nodes[static_cast<size_t>(cons[p][0])];
+    const int64_t head_dim = r.op == Op::Rotary ? r.attrs.i("head_dim", 0) : 0;
+    if (r.inputs[0] != n.outputs[0] || (head_dim != 64 && head_dim != 128)) return {};
+    return {cons[p][0]};
+}
+
 // LayerNormalization, RMSNorm or Softmax over trailing axes, without the Mean and
 // InvStdDev outputs: a row kernel that can compute its input inside (a prologue).
 bool row_normalisation(const ir::Graph& g, const ir::Node& n, const std::vector<std::vector<int>>& cons,
@@ -223,8 +238,9 @@ FusionPlan build(const ir::Graph& g, const Choices& c, bool merge_any, bool unfu
     std::vector<std::vector<int>> epilogue(g.nodes.size());
     for (size_t i = 0; i < g.nodes.size(); ++i) {
         if (unfused || lowering_of(g.nodes[i]) != Lowering::gemm) continue;
-        epilogue[i] = c.swiglu_in_gemm.count(static_cast<int>(i))
-                          ? swiglu_epilogue(g, g.nodes[i], cons, is_output)
+        epilogue[i] = c.swiglu_in_gemm.count(static_cast<int>(i)) ? swiglu_epilogue(g, g.nodes[i], cons, is_output)
+                      : c.rotary_in_gemm.count(static_cast<int>(i))
+                          ? rotary_epilogue(g, g.nodes[i], cons, is_output)
                           : gemm_epilogue(g, g.nodes[i], static_cast<int>(i), cons, is_output, producer,
                                           c.residual_in_gemm.count(static_cast<int>(i)) > 0,
                                           c.gelu_in_gemm.count(static_cast<int>(i)) > 0);
@@ -405,6 +421,8 @@ std::vector<Site> find_sites(const ir::Graph& g, const SiteOptions& o) {
                       "seize|gelu|", "seize: {} folds the exact {} (the fused GEMM)");
                 seize(Site::swiglu_in_gemm, all.swiglu_in_gemm, swiglu_epilogue(g, n, cons, is_output), "seize|swiglu|",
                       "seize: {} folds the SwiGLU gate up to {} (the fused GEMM)");
+                seize(Site::rotary_in_gemm, all.rotary_in_gemm, rotary_epilogue(g, n, cons, is_output), "seize|rotary|",
+                      "seize: {} folds the rotary embedding {} (the fused GEMM)");
             }
         } else if (row_normalisation(g, n, cons, is_output) && fused_op(producer[static_cast<size_t>(n.inputs[0])])) {
             const std::string sig = nodes_sig(g, {at, producer[static_cast<size_t>(n.inputs[0])]});
@@ -446,6 +464,7 @@ Choices with(Choices c, const std::vector<const Site*>& sites) {
             case Site::residual_in_gemm: c.residual_in_gemm.insert(static_cast<int>(s->key)); break;
             case Site::gelu_in_gemm: c.gelu_in_gemm.insert(static_cast<int>(s->key)); break;
             case Site::swiglu_in_gemm: c.swiglu_in_gemm.insert(static_cast<int>(s->key)); break;
+            case Site::rotary_in_gemm: c.rotary_in_gemm.insert(static_cast<int>(s->key)); break;
             case Site::norm_prologue: c.norm_prologue.insert(static_cast<int>(s->key)); break;
             case Site::norm_stores_input: c.norm_stores_input.insert(static_cast<int>(s->key)); break;
             case Site::multi_inline: c.multi_inline.insert(static_cast<ir::ValueId>(s->key)); break;

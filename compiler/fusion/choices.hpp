@@ -2,8 +2,9 @@
 // site of the graph; each kind is one of STOF's stage-1 moves:
 //   seize    a GEMM folds the residual Add after it into its cuBLASLt epilogue (beta·C); or
 //            (SiteOptions::fused_gemm) the exact Gelu after its bias, or the SwiGLU gate over
-//            the two halves of a merged gate|up projection, as a fused GEMM of kernels/gemm
-//            (plan::Epilogue::bias_gelu_erf, swiglu)
+//            the two halves of a merged gate|up projection, or the Rotary op on a merged Q|K|V
+//            projection, as a fused GEMM of kernels/gemm (plan::Epilogue::bias_gelu_erf, swiglu,
+//            rotary)
 //   expand   a row normalisation computes its input inside (its prologue), or also stores
 //            it; a value read by several nodes of one kernel is recomputed there instead
 //            of stored; an elementwise kernel merges with the previous one (several outputs)
@@ -27,6 +28,7 @@ struct Choices {
     std::set<int> residual_in_gemm;      // GEMM node → folds the residual Add after it
     std::set<int> gelu_in_gemm;          // GEMM node → folds the exact Gelu after its bias (the fused GEMM)
     std::set<int> swiglu_in_gemm;        // GEMM node → folds the SwiGLU gate over its two halves (the fused GEMM)
+    std::set<int> rotary_in_gemm;        // GEMM node → folds the Rotary op on its result (the fused GEMM)
     std::set<int> norm_prologue;         // row-norm node → computes its input's fused producers inside
     std::set<int> norm_stores_input;     // row-norm node → computes and stores its (elementwise-rooted) input
     std::set<ir::ValueId> multi_inline;  // value → recomputed by the several nodes of one kernel that read it
@@ -34,8 +36,8 @@ struct Choices {
 
     bool operator==(const Choices& o) const {
         return residual_in_gemm == o.residual_in_gemm && gelu_in_gemm == o.gelu_in_gemm && swiglu_in_gemm == o.swiglu_in_gemm &&
-               norm_prologue == o.norm_prologue && norm_stores_input == o.norm_stores_input && multi_inline == o.multi_inline &&
-               merge_kernel == o.merge_kernel;
+               rotary_in_gemm == o.rotary_in_gemm && norm_prologue == o.norm_prologue &&
+               norm_stores_input == o.norm_stores_input && multi_inline == o.multi_inline && merge_kernel == o.merge_kernel;
     }
 };
 
@@ -46,6 +48,7 @@ struct Site {
         residual_in_gemm,
         gelu_in_gemm,
         swiglu_in_gemm,
+        rotary_in_gemm,
         norm_prologue,
         norm_stores_input,
         multi_inline,
@@ -57,8 +60,8 @@ struct Site {
 };
 
 struct SiteOptions {
-    // The target runs the fused GEMMs of kernels/gemm, bias + exact GELU and SwiGLU
-    // (fused_gemm_target).
+    // The target runs the fused GEMMs of kernels/gemm, bias + exact GELU, SwiGLU and rotary
+    // embedding (fused_gemm_target).
     bool fused_gemm = false;
 };
 

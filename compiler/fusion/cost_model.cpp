@@ -55,7 +55,7 @@ Timing CostModel::segment(const ir::Graph& g, const FusionPlan&, const Segment& 
         auto it = measured_.find(segment_key(g, s, precision_));
         if (it != measured_.end()) return {it->second.us, 0};
     }
-    if (fused_gelu_gemm(g, s) || fused_swiglu_gemm(g, s)) return {};  // no estimate of the fused kernels: measured only
+    if (plan::fused_epilogue(fused_gemm_epilogue(g, s))) return {};  // no estimate of the fused kernels: measured only
     double efficiency = device_.row_efficiency;
     if (s.kind == SegmentKind::elementwise)
         efficiency = s.config.vec == 1 ? device_.scalar_efficiency : device_.vector_efficiency;

@@ -6,7 +6,7 @@
 // the HBM bandwidth a kernel family reaches (one element a thread, 16-byte
 // accesses, row kernels), fitted to the H100's measurements, or to a tuning cache's
 // records for the target GPU, whose own times win where they exist. A GEMM on a fused
-// kernel of kernels/gemm (fused_gelu_gemm, fused_swiglu_gemm) has no estimate: it is chosen
+// kernel of kernels/gemm (fused_gemm_epilogue) has no estimate: it is chosen
 // only from a measurement (its time is infinite without a record).
 #pragma once
 

@@ -29,6 +29,17 @@ bool fused_swiglu_gemm(const ir::Graph& g, const Segment& s) {
     return s.kind == SegmentKind::gemm && s.nodes.size() == 5 && g.nodes[static_cast<size_t>(s.nodes[1])].op == ir::Op::Split;
 }
 
+bool fused_rotary_gemm(const ir::Graph& g, const Segment& s) {
+    return s.kind == SegmentKind::gemm && s.nodes.size() == 2 && g.nodes[static_cast<size_t>(s.nodes[1])].op == ir::Op::Rotary;
+}
+
+plan::Epilogue fused_gemm_epilogue(const ir::Graph& g, const Segment& s) {
+    return fused_gelu_gemm(g, s)     ? plan::Epilogue::bias_gelu_erf
+           : fused_swiglu_gemm(g, s) ? plan::Epilogue::swiglu
+           : fused_rotary_gemm(g, s) ? plan::Epilogue::rotary
+                                     : plan::Epilogue::none;
+}
+
 std::string Config::str() const {
     std::string s;
     const std::pair<const char*, int> fields[] = {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "ir/graph.hpp"
+#include "stof/plan.hpp"
 
 #include <string>
 #include <vector>
@@ -90,6 +91,12 @@ bool fused_gelu_gemm(const ir::Graph& g, const Segment& s);
 // Whether s is a GEMM whose epilogue is the SwiGLU gate over the halves of its result (Split,
 // Sigmoid, Mul, Mul): it runs on the fused GEMM + SwiGLU kernel of kernels/gemm.
 bool fused_swiglu_gemm(const ir::Graph& g, const Segment& s);
+// Whether s is a GEMM whose epilogue is the Rotary op on its result: it runs on the fused
+// GEMM + rotary embedding kernel of kernels/gemm.
+bool fused_rotary_gemm(const ir::Graph& g, const Segment& s);
+// The fused kernel of kernels/gemm that GEMM segment s runs on, as the plan's epilogue
+// (bias_gelu_erf, swiglu, rotary), or none when cuBLASLt runs it.
+plan::Epilogue fused_gemm_epilogue(const ir::Graph& g, const Segment& s);
 // What a segment computes, independent of names and of where it is: its kind, its
 // nodes' ops and attributes, and the types and shapes of its values numbered in order
 // of first use (identical layers give identical signatures). Excludes the config.

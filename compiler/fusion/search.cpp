@@ -44,9 +44,8 @@ std::vector<Config> config_space(const ir::Graph& g, const Segment& s) {
             for (int block : {0, 128, 512})
                 for (int grid : {0, 1024, 4096, 32768}) out.push_back({block, 0, grid, vec});
     } else if (s.kind == SegmentKind::gemm) {
-        const int algos = fused_gelu_gemm(g, s)     ? plan::kGemmGeluConfigs
-                          : fused_swiglu_gemm(g, s) ? plan::kGemmSwigluConfigs
-                                                    : plan::kGemmAlgos;
+        const plan::Epilogue fused = fused_gemm_epilogue(g, s);
+        const int algos = plan::fused_epilogue(fused) ? plan::fused_configs(fused) : plan::kGemmAlgos;
         for (int algo = 0; algo < algos; ++algo) out.push_back({0, 0, 0, 0, algo});
     } else if (s.kind == SegmentKind::rownorm) {
         const Shape& x = g.value(g.nodes[static_cast<size_t>(s.nodes.front())].inputs[0]).shape;
@@ -287,9 +286,8 @@ private:
             // A move that makes a fused GEMM (kernels/gemm) is judged at the best configuration
             // of each GEMM it makes or replaces: the fused kernel's tile shapes differ in kind,
             // and the cuBLASLt GEMM it replaces is as fast as its best algorithm.
-            const bool fused = std::any_of(made.begin(), made.end(), [&](const Segment* s) {
-                return fused_gelu_gemm(g_, *s) || fused_swiglu_gemm(g_, *s);
-            });
+            const bool fused = std::any_of(made.begin(), made.end(),
+                                           [&](const Segment* s) { return plan::fused_epilogue(fused_gemm_epilogue(g_, *s)); });
             if (fused)
                 for (Segment& s : next.segments)
                     if (s.kind == SegmentKind::gemm && !before.count(identity(s))) {

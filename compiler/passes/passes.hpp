@@ -72,6 +72,10 @@ void fuse_linear(ir::Graph& g, const PassOptions& opt);
 // concatenated weights whose result is split back. (merge_sibling_linear.cpp)
 void merge_sibling_linear(ir::Graph& g, const PassOptions& opt);
 
+// Rotary position embeddings (rotate-half) of the heads split from one tensor → one
+// Rotary node on that tensor, the heads split from its result. (fuse_rotary.cpp)
+void fuse_rotary(ir::Graph& g, const PassOptions& opt);
+
 // Scaled dot-product attention subgraphs → SparseAttention, with the mask the
 // model computes (pattern, bias, padding input) and --mask. (fuse_attention.cpp)
 void fuse_attention(ir::Graph& g, const PassOptions& opt);

@@ -317,6 +317,8 @@ void Executor::prepare_steps() {
                     ptr.c = at(g.c, g.c_offset);
                     ptr.d = at(g.d, g.d_offset);
                     ptr.bias = at(g.bias, 0);
+                    ptr.cos = at(g.rotary.cos, 0);
+                    ptr.sin = at(g.rotary.sin, 0);
                     p.gemm = std::make_unique<PreparedGemm>(lt_, g, plan_.tensors[g.a].dtype, ptr, kWorkspaceBytes, stream_);
                     if (plan::fused_epilogue(g.epilogue)) {
                         ++fused_steps;

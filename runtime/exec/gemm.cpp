@@ -28,7 +28,8 @@ cublasLtEpilogue_t lt_epilogue(plan::Epilogue e) {
         case plan::Epilogue::relu: return CUBLASLT_EPILOGUE_RELU;
         case plan::Epilogue::bias_relu: return CUBLASLT_EPILOGUE_RELU_BIAS;
         case plan::Epilogue::bias_gelu_erf:
-        case plan::Epilogue::swiglu: break;  // the fused kernels' (PreparedGemm)
+        case plan::Epilogue::swiglu:
+        case plan::Epilogue::rotary: break;  // the fused kernels' (PreparedGemm)
     }
     STOF_FAIL("gemm: unknown epilogue {}", static_cast<int>(e));
 }
@@ -142,6 +143,7 @@ void LtGemm::run(cublasLtHandle_t lt, void* workspace, size_t workspace_bytes, c
 
 static_assert(plan::kGemmGeluConfigs == kernels::kGemmGeluConfigs, "the plan and the fused kernel count its configs alike");
 static_assert(plan::kGemmSwigluConfigs == kernels::kGemmSwigluConfigs, "the plan and the fused kernel count its configs alike");
+static_assert(plan::kGemmRotaryConfigs == kernels::kGemmRotaryConfigs, "the plan and the fused kernel count its configs alike");
 
 PreparedGemm::PreparedGemm(cublasLtHandle_t lt, const plan::GemmStep& g, DType dtype, const GemmPointers& ptr,
                            size_t workspace_bytes, cudaStream_t stream) {
@@ -162,6 +164,27 @@ PreparedGemm::PreparedGemm(cublasLtHandle_t lt, const plan::GemmStep& g, DType d
         std::string why;
         fused_ = kernels::prepare_gemm_swiglu(s, g.algo, stream, why);
         STOF_CHECK(fused_ != nullptr, "gemm m={} n={} k={}: the fused GEMM + SwiGLU cannot run here: {}", g.m, g.n, g.k, why);
+        return;
+    }
+    if (g.epilogue == plan::Epilogue::rotary) {  // the fused kernel alone, as swiglu
+        kernels::GemmRotaryArgs r;
+        r.type = type;
+        r.m = g.m;
+        r.n = g.n;
+        r.k = g.k;
+        r.ldd = g.ldd;
+        r.rot_cols = g.rotary.cols;
+        r.head_dim = g.rotary.head_dim;
+        r.cos_rows = g.rotary.rows;
+        r.a = ptr.a;
+        r.b = ptr.b;
+        r.cos = ptr.cos;
+        r.sin = ptr.sin;
+        r.d = ptr.d;
+        std::string why;
+        fused_ = kernels::prepare_gemm_rotary(r, g.algo, stream, why);
+        STOF_CHECK(fused_ != nullptr, "gemm m={} n={} k={}: the fused GEMM + rotary embedding cannot run here: {}", g.m, g.n,
+                   g.k, why);
         return;
     }
     kernels::GemmGeluArgs a;

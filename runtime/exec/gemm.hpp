@@ -12,6 +12,7 @@
 #include "stof/plan.hpp"
 
 #include "stof/kernels/gemm_gelu.hpp"
+#include "stof/kernels/gemm_rotary.hpp"
 #include "stof/kernels/gemm_swiglu.hpp"
 
 #include <cublasLt.h>
@@ -28,6 +29,8 @@ struct GemmPointers {
     const void* c = nullptr;  // nullptr: none (beta == 0)
     void* d = nullptr;
     const void* bias = nullptr;
+    const void* cos = nullptr;  // Epilogue::rotary's tables
+    const void* sin = nullptr;
 };
 
 class LtGemm {
@@ -54,7 +57,7 @@ private:
 // A GemmStep whatever its epilogue. A fused epilogue runs on its fused kernel (kernels/gemm)
 // where it takes the step on this device. Elsewhere bias_gelu_erf runs on cuBLASLt with the
 // bias epilogue, then the GELU alone over D (`fallback` says why: the executor warns); swiglu
-// has no other path (the constructor throws stof::Error, saying why).
+// and rotary have no other path (the constructor throws stof::Error, saying why).
 class PreparedGemm {
 public:
     // `stream`: where the fused kernel's preparation may write its workspace (synchronised).

@@ -24,7 +24,7 @@ concept FieldsOf = std::same_as<std::remove_const_t<S>, T>;
 
 template <class E> inline constexpr uint8_t kEnumMax = 0;
 template <> inline constexpr uint8_t kEnumMax<ParamKind> = static_cast<uint8_t>(ParamKind::f32);
-template <> inline constexpr uint8_t kEnumMax<Epilogue> = static_cast<uint8_t>(Epilogue::swiglu);
+template <> inline constexpr uint8_t kEnumMax<Epilogue> = static_cast<uint8_t>(Epilogue::rotary);
 template <> inline constexpr uint8_t kEnumMax<StepKind> = static_cast<uint8_t>(StepKind::mask_convert);
 
 template <class S, class F>
@@ -45,6 +45,16 @@ void fields(S& l, F&& f) {
     f("block", l.block);
     f("shared_bytes", l.shared_bytes);
     f("args", l.args);
+}
+
+template <class S, class F>
+requires FieldsOf<S, RotaryOperands>
+void fields(S& r, F&& f) {
+    f("cos", r.cos);
+    f("sin", r.sin);
+    f("rows", r.rows);
+    f("cols", r.cols);
+    f("head_dim", r.head_dim);
 }
 
 template <class S, class F>
@@ -77,6 +87,7 @@ void fields(S& g, F&& f) {
     f("beta", g.beta);
     f("epilogue", g.epilogue);
     f("algo", g.algo);
+    f("rotary", g.rotary);
 }
 
 template <class S, class F>

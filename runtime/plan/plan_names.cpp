@@ -24,8 +24,16 @@ const char* epilogue_name(Epilogue e) {
         case Epilogue::bias_relu: return "bias_relu";
         case Epilogue::bias_gelu_erf: return "bias_gelu_erf";
         case Epilogue::swiglu: return "swiglu";
+        case Epilogue::rotary: return "rotary";
     }
     return "unknown";
+}
+
+const char* fused_gemm_kernel_name(Epilogue e) {
+    return e == Epilogue::swiglu          ? "gemm_swiglu"
+           : e == Epilogue::rotary        ? "gemm_rotary"
+           : e == Epilogue::bias_gelu_erf ? "gemm_gelu"
+                                          : "cublasLt";
 }
 
 const char* attention_kernel_name(int32_t kernel) {
@@ -40,10 +48,7 @@ std::string step_label(const Step& s) {
 std::string step_kernel_name(const Plan& p, const Step& s) {
     switch (s.kind) {
         case StepKind::launch: return p.kernels.at(static_cast<size_t>(s.launch.kernel)).key;
-        case StepKind::gemm:
-            return s.gemm.epilogue == Epilogue::swiglu          ? "gemm_swiglu"
-                   : s.gemm.epilogue == Epilogue::bias_gelu_erf ? "gemm_gelu"
-                                                                : "cublasLt";
+        case StepKind::gemm: return fused_gemm_kernel_name(s.gemm.epilogue);
         case StepKind::attention: return attention_kernel_name(s.attention.kernel);
         case StepKind::key_valid: return "key_valid";
         case StepKind::copy: return "memcpy";

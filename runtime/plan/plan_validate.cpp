@@ -283,7 +283,8 @@ private:
             STOF_CHECK(g.c == -1, "c tensor index {} is out of range", g.c);
             STOF_CHECK(g.beta == 0, "beta is {} but there is no c", g.beta);
         }
-        STOF_CHECK(g.epilogue <= Epilogue::swiglu, "unknown epilogue {}", static_cast<int>(g.epilogue));
+        STOF_CHECK(g.epilogue <= Epilogue::rotary, "unknown epilogue {}", static_cast<int>(g.epilogue));
+        check_rotary(g, d);
         const bool has_bias = g.epilogue == Epilogue::bias || g.epilogue == Epilogue::bias_gelu ||
                               g.epilogue == Epilogue::bias_relu || g.epilogue == Epilogue::bias_gelu_erf;
         if (has_bias) {
@@ -292,6 +293,26 @@ private:
             inside(g.bias, 0, g.n, "bias");
         } else {
             STOF_CHECK(g.bias == -1, "a bias tensor ({}) without a bias epilogue", g.bias);
+        }
+    }
+
+    // Epilogue::rotary's tables: [rows, head_dim] of d's dtype, rotating whole heads of the
+    // product's columns; every other epilogue leaves RotaryOperands as constructed.
+    void check_rotary(const GemmStep& g, const TensorDesc& d) {
+        const RotaryOperands& r = g.rotary;
+        if (g.epilogue != Epilogue::rotary) {
+            STOF_CHECK(r.cos == -1 && r.sin == -1 && r.rows == 0 && r.cols == 0 && r.head_dim == 0,
+                       "rotary operands without a rotary epilogue");
+            return;
+        }
+        STOF_CHECK(r.head_dim == 64 || r.head_dim == 128, "rotary: head_dim {} is not 64 or 128", r.head_dim);
+        STOF_CHECK(r.cols > 0 && r.cols <= g.n && r.cols % r.head_dim == 0,
+                   "rotary: {} rotated columns are not whole heads of {} within n = {}", r.cols, r.head_dim, g.n);
+        STOF_CHECK(r.rows >= 1 && r.rows <= kMaxBytes, "rotary: {} positions", r.rows);
+        for (const auto& [index, what] : {std::pair{r.cos, "rotary cos"}, std::pair{r.sin, "rotary sin"}}) {
+            const TensorDesc& t = tensor(index, what);
+            STOF_CHECK(t.dtype == d.dtype, "{} is {}, d {}", what, dtype_name(t.dtype), dtype_name(d.dtype));
+            inside(index, 0, r.rows * r.head_dim, what);
         }
     }
 

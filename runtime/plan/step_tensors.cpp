@@ -11,7 +11,9 @@ std::vector<int32_t> step_tensors(const Step& s) {
             for (const Arg& a : s.launch.args)
                 if (a.kind == ParamKind::pointer) t.push_back(a.tensor);
             break;
-        case StepKind::gemm: t = {s.gemm.a, s.gemm.b, s.gemm.c, s.gemm.d, s.gemm.bias}; break;
+        case StepKind::gemm:
+            t = {s.gemm.a, s.gemm.b, s.gemm.c, s.gemm.d, s.gemm.bias, s.gemm.rotary.cos, s.gemm.rotary.sin};
+            break;
         case StepKind::attention:
             t = {s.attention.q.tensor, s.attention.k.tensor,  s.attention.v.tensor,
                  s.attention.o.tensor, s.attention.key_valid, s.attention.bias};

@@ -638,7 +638,38 @@ def attention(d):
                {**qkv, "mask": keep.astype(np.float32)}, ["y"], {**inits, "one": f32(1.0), "big": f32(-1e9)}, tol="red")
 
 
-BUILDERS = [elementwise_binary, unary, cast, reductions, linear, resize, layout, chains, attention]
+def rotary(d):
+    """Rotary embeddings that fuse-rotary makes one Rotary op of (after every other builder, so
+    that the cases before keep their data for a seed): q | k | v split from one tensor, q and k
+    rotated as [B,H,S,D] heads with one table [1,1,S,D] (LLaMA, grouped-query k; vector loads of
+    both halves); and one tensor's [B,S,H,D] heads rotated with run-time tables per batch row
+    [B,S,1,D] at head dim 12 (the halves read element by element)."""
+    def rotate(n, x, dh, cos, sin):
+        return [N("Slice", [x, "lo", f"mid{dh}", "axis"], [n + "_x1"]),
+                N("Slice", [x, f"mid{dh}", "end", "axis"], [n + "_x2"]), N("Neg", [n + "_x2"], [n + "_nx2"]),
+                N("Concat", [n + "_nx2", n + "_x1"], [n + "_rot"], axis=-1), N("Mul", [x, cos], [n + "_c"]),
+                N("Mul", [n + "_rot", sin], [n + "_s"]), N("Add", [n + "_c", n + "_s"], [n])]
+
+    B, S, H, Hk, D = 2, 5, 4, 2, 16
+    inits = {"sizes": i64(H * D, Hk * D, Hk * D), "lo": i64(0), f"mid{D}": i64(D // 2), "end": i64(INT64_MAX),
+             "axis": i64(-1), "cos": d.f(1, 1, S, D), "sin": d.f(1, 1, S, D),
+             "q_heads": i64(B, S, H, D), "k_heads": i64(B, S, Hk, D), "v_heads": i64(B, S, Hk, D)}
+    nodes = [N("Split", ["m", "sizes"], ["y_q", "y_k", "y_v"], axis=-1)]
+    for n in ("q", "k", "v"):
+        nodes += [N("Reshape", ["y_" + n, n + "_heads"], [n + "_r"]),
+                  N("Transpose", [n + "_r"], [n if n == "v" else n + "_x"], perm=[0, 2, 1, 3])]
+        if n != "v":
+            nodes += rotate(n, n + "_x", D, "cos", "sin")
+    yield Case("Chain_rotary_qkv_op18", "Chain", 18, nodes, {"m": d.f(B, S, (H + 2 * Hk) * D)}, ["q", "k", "v"], inits)
+
+    D = 12
+    yield Case("Chain_rotary_heads_op13", "Chain", 13,
+               [N("Reshape", ["m", "heads"], ["x"])] + rotate("y", "x", D, "cos", "sin"),
+               {"m": d.f(B, S, H * D), "cos": d.f(B, S, 1, D), "sin": d.f(B, S, 1, D)}, ["y"],
+               {"heads": i64(B, S, H, D), "lo": i64(0), f"mid{D}": i64(D // 2), "end": i64(INT64_MAX), "axis": i64(-1)})
+
+
+BUILDERS = [elementwise_binary, unary, cast, reductions, linear, resize, layout, chains, attention, rotary]
 
 
 def build_model(c):

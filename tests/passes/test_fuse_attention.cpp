@@ -330,17 +330,23 @@ TEST_CASE("attention reads q, k, v in place and writes where the head merge read
         CHECK((a.attrs.i("heads", 0) == 2 && a.attrs.i("kv_heads", 0) == 2));
         CHECK(ir::count_ops(m.g, ir::Op::Split) == 0);
     }
-    // LLaMA: q and k after the rotary embedding ([B,H,S,D]), k and v with their 2 KV heads
-    // (the grouped-query repeat is gone), v read as heads 6-7 of the merged q|k|v projection.
+    // LLaMA: q, k and v read in place from the Rotary output over the merged q|k|v projection
+    // (fuse-rotary) as heads 0-3, 4-5 and 6-7, k and v with their 2 KV heads (the grouped-query
+    // repeat is gone).
     for (const char* name : {"llama-torchscript", "llama-dynamo"}) {
         INFO(name);
         const Model m = load(zoo / name);
         const ir::Node& a = attention(m.g, 1);
-        CHECK(a.attrs.s("layout", "") == "hhss");
-        CHECK(m.g.value(a.inputs[0]).shape == Shape({2, 4, 128, 64}));
-        CHECK(m.g.value(a.inputs[1]).shape == Shape({2, 2, 128, 64}));
-        CHECK(m.g.value(a.inputs[2]).shape == Shape({2, 128, 8, 64}));
-        CHECK(a.attrs.ints("head_offsets").at(2) == 6);
+        CHECK(a.attrs.s("layout", "") == "ssss");
+        CHECK((a.inputs[0] == a.inputs[1] && a.inputs[1] == a.inputs[2]));
+        CHECK(m.g.value(a.inputs[0]).shape == Shape({2, 128, 8, 64}));
+        const std::vector<int> producer = m.g.producers();
+        const ir::Node& view = m.g.nodes.at(static_cast<size_t>(producer.at(static_cast<size_t>(a.inputs[0]))));
+        REQUIRE(view.op == ir::Op::Reshape);  // the 4-D view of the Rotary output [2,128,512]
+        CHECK(m.g.nodes.at(static_cast<size_t>(producer.at(static_cast<size_t>(view.inputs[0])))).op == ir::Op::Rotary);
+        CHECK(ir::count_ops(m.g, ir::Op::Rotary) == 2);
+        CHECK(a.attrs.ints("head_offsets") == std::vector<int64_t>{0, 4, 6});
+        CHECK((a.attrs.i("heads", 0) == 4 && a.attrs.i("kv_heads", 0) == 2));
         CHECK(m.g.value(a.outputs[0]).shape == Shape({2, 128, 4, 64}));
         CHECK(ir::count_ops(m.g, ir::Op::Expand) == 0);
     }

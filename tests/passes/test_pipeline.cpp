@@ -48,8 +48,8 @@ TEST_CASE("constant folding removes the shape subgraph and keeps results", "[cpu
     };
     run_pipeline(g, opt);
     CHECK(seen == std::vector<std::string>{"bind-inputs", "infer-shapes", "fold-constants", "fuse-layernorm", "fuse-rmsnorm",
-                                           "fuse-gelu", "patch-conv", "fuse-linear", "merge-sibling-linear", "fuse-attention",
-                                           "decompose-attention", "eliminate-dead-code"});
+                                           "fuse-gelu", "patch-conv", "fuse-linear", "merge-sibling-linear", "fuse-rotary",
+                                           "fuse-attention", "decompose-attention", "eliminate-dead-code"});
     REQUIRE(g.nodes.size() == 1);
     CHECK(g.nodes[0].op == ir::Op::Reshape);
     CHECK(ir::count_ops(g, ir::Op::Shape) == 0);

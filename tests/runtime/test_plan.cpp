@@ -609,6 +609,33 @@ TEST_CASE("an encoding error behind valid checksums names its section and entry"
             "section 'schedule' is damaged (step count 1000 needs more than the");
 }
 
+namespace {
+
+// The sample plan's Q/K/V projection as a valid fused GEMM + rotary embedding: x [32, 32] by
+// w_qkv read as [32, 96], the first 64 columns (one head) rotated, with b_qkv's first 64
+// elements as one position's cos and sin.
+plan::GemmStep& rotary_gemm(plan::GemmStep& g) {
+    g.epilogue = plan::Epilogue::rotary;
+    g.trans_b = false, g.batch = 1, g.alpha = 1, g.bias = -1;
+    g.m = 32, g.k = 32, g.n = 96, g.lda = 32, g.ldb = 96, g.ldd = 96;
+    g.batch_stride_a = 0, g.batch_stride_d = 0;
+    g.rotary = {3, 3, 1, 64, 64};  // b_qkv
+    return g;
+}
+
+}  // namespace
+
+TEST_CASE("a fused GEMM + rotary embedding step validates and keeps its tables through the file", "[cpu][plan]") {
+    plan::Plan p = test::sample_plan(5);
+    rotary_gemm(p.steps[0].gemm).rotary.rows = 1;
+    plan::validate(p);
+    const plan::Plan back = plan::parse_plan(plan::serialize_plan(p), "rotary.plan");
+    const plan::GemmStep& g = back.steps[0].gemm;
+    CHECK(g.epilogue == plan::Epilogue::rotary);
+    CHECK((g.rotary.cos == 3 && g.rotary.sin == 3 && g.rotary.rows == 1 && g.rotary.cols == 64 && g.rotary.head_dim == 64));
+    CHECK(plan::step_kernel_name(back, back.steps[0]) == "gemm_rotary");
+}
+
 TEST_CASE("a plan with valid checksums but inconsistent contents fails validation", "[cpu][plan]") {
     const plan::Plan sample = test::sample_plan(5);
     struct Damage {
@@ -663,6 +690,16 @@ TEST_CASE("a plan with valid checksums but inconsistent contents fails validatio
              g.trans_b = false, g.batch = 1, g.alpha = 1, g.m = 32, g.k = 32, g.n = 32, g.ldb = 32, g.ldd = 32;
          },
          "schedule step 0 (gemm): the fused GEMM needs contiguous rows (lda = k, ldb = n, ldd = n/2), not 32, 32, 32"},
+        {"rotary tables without the rotary epilogue", [](plan::Plan& p) { p.steps[0].gemm.rotary.cos = 3; },
+         "schedule step 0 (gemm): rotary operands without a rotary epilogue"},
+        {"rotary head dim", [](plan::Plan& p) { rotary_gemm(p.steps[0].gemm).rotary.head_dim = 32; },
+         "schedule step 0 (gemm): rotary: head_dim 32 is not 64 or 128"},
+        {"rotary columns", [](plan::Plan& p) { rotary_gemm(p.steps[0].gemm).rotary.cols = 128; },
+         "schedule step 0 (gemm): rotary: 128 rotated columns are not whole heads of 64 within n = 96"},
+        {"rotary table size", [](plan::Plan& p) { rotary_gemm(p.steps[0].gemm).rotary.rows = 2; },
+         "schedule step 0 (gemm): rotary cos reaches"},
+        {"rotary table type", [](plan::Plan& p) { rotary_gemm(p.steps[0].gemm).rotary.sin = 1; },
+         "schedule step 0 (gemm): rotary sin is i64, d f16"},
         {"gemm into a weight", [](plan::Plan& p) { p.steps[0].gemm.d = 2; },
          "schedule step 0 (gemm): d 'w_qkv' is a weight (read-only)"},
         {"overlapping copy", [](plan::Plan& p) { p.steps[5].copy.dst = p.steps[5].copy.src; },

@@ -76,6 +76,12 @@ struct LaunchStep {
 // silu(x) = x/(1 + e^(−x)) (B's columns alternate a gate's and an up projection's); d has n/2
 // columns (ldd = n/2). Run by the fused kernel of kernels/gemm alone (compute capability 9.0;
 // elsewhere the plan does not run), on the conditions of bias_gelu_erf but with no bias.
+// rotary applies the rotary position embedding (rotate-half form) to the product's columns
+// [0, rotary.cols) in heads of rotary.head_dim (stof/kernels/gemm_rotary.hpp): with p = A·B,
+// e = c % head_dim, h = head_dim / 2 and position q = i % rotary.rows,
+//   d[i, c] = p[i, c]·cos[q, e] − p[i, c + h]·sin[q, e]  (e < h),  p[i, c]·cos[q, e] + p[i, c − h]·sin[q, e]  (e ≥ h),
+// d[i, c] = p[i, c] for c ≥ rotary.cols; cos and sin [rotary.rows, head_dim] tensors of d's
+// dtype. Run by the fused kernel of kernels/gemm alone, on swiglu's conditions (ldd = n).
 enum class Epilogue : uint8_t {
     none = 0,
     bias = 1,
@@ -84,7 +90,16 @@ enum class Epilogue : uint8_t {
     relu = 4,
     bias_relu = 5,
     bias_gelu_erf = 6,
-    swiglu = 7
+    swiglu = 7,
+    rotary = 8
+};
+
+// The tables and extent of Epilogue::rotary (unused by other epilogues: all zero, tensors -1).
+struct RotaryOperands {
+    int32_t cos = -1, sin = -1;  // tensor indices of [rows, head_dim]
+    int64_t rows = 0;            // positions: row i of the product takes position i % rows
+    int64_t cols = 0;            // the product's columns [0, cols) are rotated; a multiple of head_dim
+    int32_t head_dim = 0;        // 64 or 128
 };
 
 struct GemmStep {
@@ -99,18 +114,24 @@ struct GemmStep {
     // Which of cuBLASLt's heuristic candidates for this GEMM (0: its first; < kGemmAlgos); with
     // a fused epilogue, which of the fused kernel's tile configurations (< fused_configs).
     uint8_t algo = 0;
+    RotaryOperands rotary;
 };
 
 // Candidates a GemmStep::algo may pick from: for some shapes cuBLASLt 13's seventh is the
 // fastest (BERT's and LLaMA's projections at 16-32k rows on the H100, by 5-17 %).
 constexpr uint8_t kGemmAlgos = 8;
-// The fused GEMMs' tile configurations (stof::kernels::kGemmGeluConfigs, kGemmSwigluConfigs;
-// the executor asserts that they agree).
+// The fused GEMMs' tile configurations (stof::kernels::kGemmGeluConfigs, kGemmSwigluConfigs,
+// kGemmRotaryConfigs; the executor asserts that they agree).
 constexpr uint8_t kGemmGeluConfigs = 2;
 constexpr uint8_t kGemmSwigluConfigs = 2;
+constexpr uint8_t kGemmRotaryConfigs = 2;
 // Whether GemmStep::epilogue is run by a fused kernel of kernels/gemm, and its configurations.
-constexpr bool fused_epilogue(Epilogue e) { return e == Epilogue::bias_gelu_erf || e == Epilogue::swiglu; }
-constexpr uint8_t fused_configs(Epilogue e) { return e == Epilogue::swiglu ? kGemmSwigluConfigs : kGemmGeluConfigs; }
+constexpr bool fused_epilogue(Epilogue e) {
+    return e == Epilogue::bias_gelu_erf || e == Epilogue::swiglu || e == Epilogue::rotary;
+}
+constexpr uint8_t fused_configs(Epilogue e) {
+    return e == Epilogue::swiglu ? kGemmSwigluConfigs : e == Epilogue::rotary ? kGemmRotaryConfigs : kGemmGeluConfigs;
+}
 
 // Sparse multi-head attention on a prebuilt kernel (kernels/attention).
 // q, o: [batch, heads, seq_q, head_dim]; k, v: [batch, kv_heads, seq_k, head_dim],
@@ -265,6 +286,9 @@ bool is_padding_mask(const Plan& p, int32_t t);
 // "launch", "gemm", "attention", "key_valid", "copy", "mask_convert" and "none", "bias", "gelu", ...
 const char* step_kind_name(StepKind k);
 const char* epilogue_name(Epilogue e);
+// The fused kernel of kernels/gemm running epilogue e ("gemm_gelu", "gemm_swiglu", "gemm_rotary"),
+// "cublasLt" when e is not fused_epilogue.
+const char* fused_gemm_kernel_name(Epilogue e);
 // "attention_block_wise" / "attention_row_wise" / "attention_block_wise_sm90" (AttentionStep::kernel 0 / 1 / 2).
 const char* attention_kernel_name(int32_t kernel);
 // What a step is, for listings and profiles: its label, else its kind's name in

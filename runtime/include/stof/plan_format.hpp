@@ -58,7 +58,8 @@
 //                arg[] { u8 kind (ParamKind), i32 tensor, u64 byte_offset, i64 i, f32 f }
 //     gemm       i32 a, b, c, d, bias; u64 a_offset, b_offset, c_offset, d_offset;
 //                u8 trans_a, u8 trans_b; i64 m, n, k, batch; i64 lda, ldb, ldc, ldd;
-//                i64 batch_stride_a, _b, _c, _d; f32 alpha, f32 beta; u8 epilogue (Epilogue), u8 algo
+//                i64 batch_stride_a, _b, _c, _d; f32 alpha, f32 beta; u8 epilogue (Epilogue), u8 algo;
+//                rotary { i32 cos, sin; i64 rows, cols; i32 head_dim }
 //     attention  operand q, k, v, o { i32 tensor, u64 byte_offset, i64 stride_b, stride_h, stride_s };
 //                i32 batch, heads, kv_heads, seq_q, seq_k, head_dim; f32 scale;
 //                i32 mask, key_valid, bias; i64 bias_stride_h, bias_stride_s; i32 kernel, fold
@@ -86,7 +87,7 @@
 namespace stof::plan {
 
 constexpr char kMagic[8] = {'S', 'T', 'O', 'F', 'P', 'L', 'A', 'N'};
-constexpr uint32_t kFormatVersion = 7;
+constexpr uint32_t kFormatVersion = 8;
 
 constexpr uint64_t kVersionFieldOffset = 12;
 constexpr uint64_t kVersionFieldBytes = 32;
