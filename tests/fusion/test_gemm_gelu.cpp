@@ -14,8 +14,7 @@
 #include "pipeline.hpp"
 #include "plan/plan_reader.hpp"
 #include "plan/plan_writer.hpp"
-#include "stof/compare.hpp"
-#include "stof/runtime.hpp"
+#include "plan_check.hpp"
 #include "test_util.hpp"
 
 #include <cuda_runtime.h>
@@ -27,6 +26,7 @@
 using namespace stof;
 using fusion::Segment;
 using fusion::SegmentKind;
+using test::cheap_fused;
 using test::Oracle;
 
 namespace {
@@ -69,12 +69,6 @@ int gelu_sites(const ir::Graph& g, bool target) {
     return n;
 }
 
-// A GEMM costs 10, the fused GEMM with its GELU 11, any other kernel 5.
-double cheap_fused(const ir::Graph& g, const Segment& s) {
-    if (fusion::fused_gelu_gemm(g, s)) return 11.0;
-    return s.kind == SegmentKind::gemm ? 10.0 : 5.0;
-}
-
 }  // namespace
 
 TEST_CASE("fused GEMM: the exact Gelu after a bias is a seize site on targets that run the kernel", "[cpu][fusion]") {
@@ -110,25 +104,7 @@ TEST_CASE("fused GEMM: a GEMM whose bias feeds two readers folds neither", "[cpu
 
 TEST_CASE("fused GEMM: the search takes it when it measures faster and tunes its configs", "[cpu][fusion]") {
     std::mt19937_64 rng = test::make_rng();
-    const ir::Graph g = pipelined(ffn(rng, {}));
-    fusion::SearchOptions opt;
-    opt.sites.fused_gemm = true;
-    opt.stage2 = false;
-    Oracle fast(cheap_fused);
-    fusion::SearchResult r = fusion::search(g, fast, opt);
-    const auto fused = [&](const fusion::FusionPlan& p) {
-        int n = 0;
-        for (const Segment& s : p.segments) n += fusion::fused_gelu_gemm(g, s);
-        return n;
-    };
-    CHECK(fused(r.plan) == 1);
-    for (const Segment& s : r.plan.segments)
-        if (fusion::fused_gelu_gemm(g, s)) CHECK(fusion::config_space(g, s).size() == plan::kGemmGeluConfigs);
-    // 10 + 5 (GEMM, then the GELU kernel) against 11: taken; against 16: rolled back.
-    Oracle slow(
-        [](const ir::Graph& gr, const Segment& s) { return fusion::fused_gelu_gemm(gr, s) ? 16.0 : cheap_fused(gr, s); });
-    r = fusion::search(g, slow, opt);
-    CHECK(fused(r.plan) == 0);
+    test::check_fused_gemm_search(pipelined(ffn(rng, {})), plan::Epilogue::bias_gelu_erf);
 }
 
 TEST_CASE("fused GEMM: the offline cost model never picks it unmeasured, a measured time it uses", "[cpu][fusion]") {
@@ -208,7 +184,6 @@ TEST_CASE("fused GEMM: a plan with the exact GELU in the GEMM runs like the refe
         // Elsewhere than sm_90 the site does not exist; the plan then runs cuBLASLt and a GELU kernel.
         CHECK(fused == (prop.major == 9 && prop.minor == 0 ? 1 : 0));
         const std::string path = (dir / (std::string(precision_name(p)) + ".plan")).string();
-        plan::write_plan(plan, path);
 
         TensorMap feeds;
         Tensor x(DType::f32, {2, 200, 768});
@@ -218,13 +193,6 @@ TEST_CASE("fused GEMM: a plan with the exact GELU in the GEMM runs like the refe
         ir::Graph ref = import_onnx_bytes(model, "", "ffn");
         run_pipeline(ref, {});
         const Tensor want = interpret(ref, feeds).at("y");
-        Runtime rt(path);
-        rt.set_input("x", x);
-        CUDA_REQUIRE(cudaMemset(rt.output_address(0), 0xff, want.bytes.size()));
-        rt.run();
-        const double tol = p == Precision::bf16 ? 5e-2 : 2e-2;
-        const Comparison cmp = compare(rt.output("y"), want, tol, tol);
-        INFO(describe(cmp, want, tol, tol));
-        CHECK(cmp.ok);
+        test::check_plan_output(plan, path, feeds, "y", want, p == Precision::bf16 ? 5e-2 : 2e-2);
     }
 }

@@ -5,7 +5,6 @@
 // the GPU.
 #include "compile.hpp"
 #include "compile_options.hpp"
-#include "fusion/cost_model.hpp"
 #include "fusion/search.hpp"
 #include "gpu_util.hpp"
 #include "interp/interpreter.hpp"
@@ -15,8 +14,7 @@
 #include "pipeline.hpp"
 #include "plan/plan_reader.hpp"
 #include "plan/plan_writer.hpp"
-#include "stof/compare.hpp"
-#include "stof/runtime.hpp"
+#include "plan_check.hpp"
 #include "test_util.hpp"
 
 #include <cuda_runtime.h>
@@ -28,6 +26,7 @@
 using namespace stof;
 using fusion::Segment;
 using fusion::SegmentKind;
+using test::cheap_fused;
 using test::Oracle;
 using test::set_attr;
 
@@ -97,12 +96,6 @@ int rotary_sites(const ir::Graph& g, bool target) {
     return n;
 }
 
-// A GEMM costs 10, the fused GEMM with its rotation 11, any other kernel 5.
-double cheap_fused(const ir::Graph& g, const Segment& s) {
-    if (fusion::fused_rotary_gemm(g, s)) return 11.0;
-    return s.kind == SegmentKind::gemm ? 10.0 : 5.0;
-}
-
 }  // namespace
 
 TEST_CASE("fused rotary GEMM: the Rotary op on a merged Q|K|V projection is a seize site on targets that run it",
@@ -120,26 +113,7 @@ TEST_CASE("fused rotary GEMM: the Rotary op on a merged Q|K|V projection is a se
 
 TEST_CASE("fused rotary GEMM: the search takes it when it measures faster; the cost model never unmeasured", "[cpu][fusion]") {
     std::mt19937_64 rng = test::make_rng();
-    const ir::Graph g = pipelined(attention_block(rng, {}));
-    fusion::SearchOptions opt;
-    opt.sites.fused_gemm = true;
-    opt.stage2 = false;
-    const auto fused = [&](const fusion::FusionPlan& p) {
-        int n = 0;
-        for (const Segment& s : p.segments) {
-            n += fusion::fused_rotary_gemm(g, s);
-            if (fusion::fused_rotary_gemm(g, s)) CHECK(fusion::config_space(g, s).size() == plan::kGemmRotaryConfigs);
-        }
-        return n;
-    };
-    Oracle fast(cheap_fused);
-    CHECK(fused(fusion::search(g, fast, opt).plan) == 1);
-    // 10 + 5 (the GEMM, then the rotary kernel) against 16: rolled back.
-    Oracle slow(
-        [](const ir::Graph& gr, const Segment& s) { return fusion::fused_rotary_gemm(gr, s) ? 16.0 : cheap_fused(gr, s); });
-    CHECK(fused(fusion::search(g, slow, opt).plan) == 0);
-    fusion::CostModel model(Precision::fp16);
-    CHECK(fused(fusion::search(g, model, opt).plan) == 0);
+    test::check_fused_gemm_search(pipelined(attention_block(rng, {})), plan::Epilogue::rotary);
 }
 
 TEST_CASE("fused rotary GEMM: a taken move lowers to one rotary step whose product attention reads in place", "[cpu][fusion]") {
@@ -206,7 +180,6 @@ TEST_CASE("fused rotary GEMM: a plan with it runs like the reference interpreter
                 fused += s.kind == plan::StepKind::gemm && s.gemm.epilogue == plan::Epilogue::rotary;
             CHECK(fused == 1);
             const std::string path = (dir / (std::string(precision_name(p)) + std::to_string(head_dim) + ".plan")).string();
-            plan::write_plan(plan, path);
 
             TensorMap feeds;
             Tensor x(DType::f32, {2, 200, 256});
@@ -219,14 +192,7 @@ TEST_CASE("fused rotary GEMM: a plan with it runs like the reference interpreter
                 if (std::string(pass.name) == "infer-shapes") break;
             }
             const Tensor want = interpret(ref, feeds).at("y");
-            Runtime rt(path);
-            rt.set_input("x", x);
-            CUDA_REQUIRE(cudaMemset(rt.output_address(0), 0xff, want.bytes.size()));
-            rt.run();
-            const double tol = p == Precision::bf16 ? 5e-2 : 2e-2;
-            const Comparison cmp = compare(rt.output("y"), want, tol, tol);
-            INFO(describe(cmp, want, tol, tol));
-            CHECK(cmp.ok);
+            test::check_plan_output(plan, path, feeds, "y", want, p == Precision::bf16 ? 5e-2 : 2e-2);
         }
     }
 }

@@ -8,10 +8,8 @@
 #include "onnx/import.hpp"
 #include "onnx_builder.hpp"
 #include "pipeline.hpp"
-#include "plan/plan_writer.hpp"
-#include "stof/compare.hpp"
+#include "plan_check.hpp"
 #include "stof/npy.hpp"
-#include "stof/runtime.hpp"
 #include "test_util.hpp"
 
 #include <cuda_runtime.h>
@@ -22,25 +20,6 @@
 
 using namespace stof;
 namespace fs = std::filesystem;
-
-namespace {
-
-// Writes plan to path, runs it on feeds with its only output poisoned first, and checks that
-// output against the interpreter's run of ref (the graph after the same passes).
-void check_against_reference(const plan::Plan& plan, const std::string& path, const ir::Graph& ref, const TensorMap& feeds,
-                             const std::string& output, double tolerance) {
-    plan::write_plan(plan, path);
-    const Tensor want = interpret(ref, feeds).at(output);
-    Runtime rt(path);
-    for (const auto& [name, t] : feeds) rt.set_input(name, t);
-    CUDA_REQUIRE(cudaMemset(rt.output_address(0), 0xff, want.bytes.size()));
-    rt.run();
-    const Comparison cmp = compare(rt.output(output), want, tolerance, tolerance);
-    INFO(describe(cmp, want, tolerance, tolerance));
-    CHECK(cmp.ok);
-}
-
-}  // namespace
 
 TEST_CASE("plans with folded masks run like the reference interpreter", "[gpu][plan]") {
     STOF_REQUIRE_GPU();
@@ -81,7 +60,8 @@ TEST_CASE("plans with folded masks run like the reference interpreter", "[gpu][p
         PipelineOptions ropt;
         ropt.pass.masks = {mask};
         run_pipeline(ref, ropt);
-        check_against_reference(plan, (dir / ("strided" + std::to_string(p) + ".plan")).string(), ref, feeds, "o", 2e-2);
+        test::check_plan_output(plan, (dir / ("strided" + std::to_string(p) + ".plan")).string(), feeds, "o",
+                                interpret(ref, feeds).at("o"), 2e-2);
     }
 }
 
@@ -123,7 +103,7 @@ TEST_CASE("plans with a folded mask, padding and a bias run like the reference i
         CHECK((biased > 0) == (std::string(name) == "t5-torchscript"));
         ir::Graph ref = import_onnx_file((model / "model.onnx").string());
         run_pipeline(ref, ropt);
-        check_against_reference(plan, (dir / (std::string(name) + "_strided2.plan")).string(), ref, feeds, "last_hidden_state",
-                                3e-2);
+        test::check_plan_output(plan, (dir / (std::string(name) + "_strided2.plan")).string(), feeds, "last_hidden_state",
+                                interpret(ref, feeds).at("last_hidden_state"), 3e-2);
     }
 }
