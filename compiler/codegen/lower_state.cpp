@@ -103,7 +103,7 @@ int32_t LowerState::tensor(ir::ValueId v) {
             int64_t clamped = 0;
             t = add_weight(to_plan_precision(*val.data, precision, &clamped), val.name);
             if (clamped > 0)
-                spdlog::info("weight '{}': {} of {} values beyond fp16's range clamped to ±65504", val.name, clamped,
+                spdlog::info("weight '{}': {} of {} values beyond fp16's range clamped to +-65504", val.name, clamped,
                              val.data->numel());
         }
     }

@@ -415,7 +415,7 @@ std::vector<Site> find_sites(const ir::Graph& g, const SiteOptions& o) {
                 taken.insert(at);
             };
             seize(Site::residual_in_gemm, all.residual_in_gemm, gemm_epilogue(g, n, at, cons, is_output, producer, true, false),
-                  "seize|", "seize: {} folds the residual {} (beta·C)");
+                  "seize|", "seize: {} folds the residual {} (beta*C)");
             if (o.fused_gemm) {
                 seize(Site::gelu_in_gemm, all.gelu_in_gemm, gemm_epilogue(g, n, at, cons, is_output, producer, false, true),
                       "seize|gelu|", "seize: {} folds the exact {} (the fused GEMM)");
