@@ -307,7 +307,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
     if (args.empty())
         args = {"swiglu:4096,5632,2048", "swiglu:16384,5632,2048", "swiglu:32768,5632,2048",
-                "rotary:4096,3072,2048,2560,64,4096", "rotary:32768,3072,2048,2560,64,2048"};
+                "rotary:4096,2560,2048,2304,64,4096", "rotary:32768,2560,2048,2304,64,2048"};
     std::vector<Case> cases;
     for (const std::string& a : args) cases.push_back(parse(a));
     cudaDeviceProp prop{};
