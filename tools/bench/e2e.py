@@ -35,7 +35,8 @@ Grids: `today` (docs/PERF.md's shapes and masks), `paper` (the STOF paper's poin
 at 176², 368² and 720² pixels, i.e. 122, 530 and 2026 tokens), `all`. A case starts only
 while the elapsed time plus the longest case so far (60 s before the first) is within
 --budget-s; the cases left are listed with the --only expression that runs them. The JSON
-and markdown files are rewritten after every case. Progress lines carry the time.
+and markdown files are rewritten after every case (tools/bench/e2e_table.py merges the JSON
+files of several calls into one table). Progress lines carry the time.
 
   tools/bench/e2e.py --stofc build/bin/stofc [--lib SO] [--grid paper|today|all] [--only REGEX]
                      [--max-autotune] [--flex-flash] [--reduce-overhead-tokens N]
@@ -65,6 +66,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from e2e_table import NOT_RUN, PEERS, cell, markdown
 from mha import flash_unavailable, make_mask
 from stof_ctypes import Stof, StofError
 
@@ -116,9 +118,6 @@ GRIDS = {
               for f in FAMILIES for b, s in ((1, 128), (8, 512), (16, 2048))],
 }
 GRIDS["all"] = GRIDS["today"] + GRIDS["paper"]
-PEERS = {"eager": "eager", "compile": "torch.compile", "reduce_overhead": "reduce-overhead",
-         "max_autotune": "max-autotune", "flex": "compile+Flex", "flex_flash": "compile+Flex FLASH"}
-FLEX_PEERS = ("flex", "flex_flash")
 FLEX_IMPL = "blockmask_flex"  # the FlexAttention peers' name in transformers' AttentionInterface
 TOL = 2e-2  # an output's error may exceed torch fp16's by this much (max abs, on outputs of scale ~1)
 T0 = time.time()
@@ -466,23 +465,6 @@ def tuning_report(st, cmd, log_text, plan_path):
     st["tuning"] = rep
 
 
-def fmt_ms(ms):
-    return f"{ms:.3f}" if ms < 1 else f"{ms:.2f}"
-
-
-def cell(r):
-    """A result as a table cell: ms (with graph breaks or skipped CUDA graphs), FAIL or failed: reason."""
-    if r is None:
-        return "–"
-    if r.get("status") == "ok":
-        notes = [f"{r['graph_breaks']} graph breaks"] if r.get("graph_breaks") else []
-        notes += ["CUDA graphs skipped"] if r.get("cudagraph_skips") else []
-        return fmt_ms(r["ms"]) + (f" ({', '.join(notes)})" if notes else "")
-    if r.get("status") == "FAIL":
-        return f"FAIL (max err {r['err']:.3g})"
-    return "failed: " + r.get("reason", "?").replace("|", "/")[:120]
-
-
 def attention_share(stof_run, plan_path, feeds, work, tag):
     """The attention steps' share of the plan's step times (stof-run --profile on the case's
     inputs), or None with the reason logged."""
@@ -499,44 +481,6 @@ def attention_share(stof_run, plan_path, feeds, work, tag):
     except Exception as e:
         log(f"{tag}: no attention share: {one_line(e)}")
         return None
-
-
-def best(res, peers):
-    ms = [res[p]["ms"] for p in peers if res.get(p, {}).get("status") == "ok"]
-    return min(ms) if ms else None
-
-
-def markdown(rows, peers):
-    head = ["model", "B", "S", "mask", "stofc ms", *[f"{PEERS[p]} ms" for p in peers], "vs compile+Flex",
-            "vs best peer", "attention %", "max err stofc / torch fp16", "stofc compile s"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        first = [r["family"], str(r["batch"]), str(r["seq"]), r["mask"]]
-        if "results" not in r:
-            lines.append("| " + " | ".join(first + [r["status"]] + [""] * (len(head) - 5)) + " |")
-            continue
-        res, st = r["results"], r["results"].get("stofc", {})
-        ratio = lambda t: f"{t / st['ms']:.2f}×" if t and st.get("status") == "ok" else "–"
-        err = f"{st['err']:.3g} / {r['err_torch_fp16']:.3g}" if "err" in st else "–"
-        attn = f"{100 * st['attention_share']:.0f}" if "attention_share" in st else "–"
-        lines.append("| " + " | ".join(first + [cell(st), *[cell(res.get(p)) for p in peers],
-                                                 ratio(best(res, FLEX_PEERS)), ratio(best(res, peers)), attn, err,
-                                                 str(st.get("compile_s", "–"))]) + " |")
-    tuned = [r for r in rows if "tuning" in r.get("results", {}).get("stofc", {})]
-    if tuned:
-        lines += ["", "| model | B | S | tuning s (cold) | recompile s (warm cache) | --tune off s | warm plans identical | "
-                  "whole plan µs: initial scheme | + stage 1 | + stage 2 | stage 2 vs sweep | offline plan ms | "
-                  "offline / tuned |", "|" + "---|" * 13]
-        for r in tuned:
-            st = r["results"]["stofc"]
-            t = st["tuning"]
-            us = [f"{t[k]:.1f}" if k in t else "–" for k in ("initial_us", "stage1_us", "final_us")]
-            off = t.get("offline_ms")
-            sweep = f"+{t['sweep_pct']:.1f} % ({t['sweep_segments']})" if "sweep_pct" in t else "–"
-            lines.append("| " + " | ".join([r["family"], str(r["batch"]), str(r["seq"]), str(t["cold_s"]), str(t["warm_s"]),
-                                           str(t.get("offline_compile_s", "–")), "yes" if t["warm_identical"] else "NO", *us, sweep, fmt_ms(off) if off else "–",
-                                           f"{off / st['ms']:.2f}×" if off and st.get("ms") else "–"]) + " |")
-    return "\n".join(lines)
 
 
 def main():
@@ -614,7 +558,7 @@ def main():
 
     for c in cases:
         if time.time() - T0 + max(durations, default=60.0) > a.budget_s:
-            rows.append({**{k: c[k] for k in ("tag", "family", "batch", "seq", "mask")}, "status": "not run (time budget)"})
+            rows.append({**{k: c[k] for k in ("tag", "family", "batch", "seq", "mask")}, "status": NOT_RUN})
             continue
         t0 = time.time()
         try:
@@ -628,10 +572,10 @@ def main():
         log(f"{c['tag']}: done in {durations[-1]:.0f} s")
         write()
     print(write())
-    left = [r["tag"] for r in rows if r.get("status") == "not run (time budget)"]
+    left = [r["tag"] for r in rows if r.get("status") == NOT_RUN]
     if left:
         log(f"time budget: {len(left)} cases not run; run them with --only '^({'|'.join(map(re.escape, left))})$'")
-    if not all(r.get("ok") for r in rows if r.get("status") != "not run (time budget)"):
+    if not all(r.get("ok") for r in rows if r.get("status") != NOT_RUN):
         sys.exit(1)
 
 
