@@ -357,6 +357,9 @@ TEST_CASE("stofc compile --shape MIN..MAX writes one plan; inspect lists its buc
     CHECK(text.out.find("buckets: 6") != std::string::npos);
     CHECK(text.out.find("input  input_ids [batch, seq]") != std::string::npos);
     CHECK(text.out.find("bucket 5 (batch=2, seq=64)") != std::string::npos);
+    // Printed once: the header once, each bucket's body once.
+    CHECK(test::count(text.out, "(format version ") == 1);
+    CHECK(test::count(text.out, "\nsteps: ") == 6);
     const test::ToolResult js = test::run_stofc({"inspect", "--json", plan_path});
     REQUIRE(js.rc == 0);
     const nlohmann::json j = nlohmann::json::parse(js.out);

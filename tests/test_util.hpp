@@ -27,6 +27,9 @@ template <class F> void require_error(F&& f, const std::string& needle) {
     FAIL("expected a stof::Error containing '" << needle << "'");
 }
 
+// How often `what` occurs in s (overlapping occurrences counted).
+size_t count(const std::string& s, const std::string& what);
+
 // A tensor of standard-normal floats (fresh per call unless seeded).
 Tensor random_tensor(DType dt, const Shape& shape, std::mt19937_64& rng);
 // f32 weights drawn N(0, 1/fan_in), as a trained layer's are scaled: a layer's outputs stay

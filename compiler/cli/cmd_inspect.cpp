@@ -336,7 +336,6 @@ void print_body(std::string& out, const plan::Plan& p) {
         fmt::format_to(o, "  {:>4}  {:<16} {:<28} {}{}\n", i, plan::step_label(s), plan::step_kernel_name(p, s),
                        step_detail(p, s), s.nodes.empty() ? "" : "  [" + s.nodes + "]");
     }
-    fmt::print("{}", printable(out, true));
 }
 
 }  // namespace

@@ -93,6 +93,14 @@ plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOp
         }
         p.outputs.push_back(output_tensor[static_cast<size_t>(v)]);
     }
+    // The base of a view segment that is a graph output (a row normalisation's output) is the
+    // graph output's tensor, in the base's shape.
+    std::vector<int32_t> viewed_output(g.values.size(), -1);
+    for (const fusion::Segment& s : fp.segments)
+        if (s.kind == SegmentKind::view && output_tensor[static_cast<size_t>(s.outputs[0])] >= 0) {
+            const ir::ValueId base = g.nodes[static_cast<size_t>(s.nodes.front())].inputs[0];
+            viewed_output[static_cast<size_t>(base)] = output_tensor[static_cast<size_t>(s.outputs[0])];
+        }
     for (const ir::Node& n : g.nodes) {
         for (ir::ValueId v : n.outputs) {
             const auto vi = static_cast<size_t>(v);
@@ -102,6 +110,14 @@ plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOp
                 continue;
             }
             const ir::Value& val = g.value(v);
+            if (const int32_t ot = viewed_output[vi]; ot >= 0) {
+                const plan::TensorDesc& o = p.tensors[static_cast<size_t>(ot)];
+                const int32_t t = st.add_tensor(val.name, o.dtype, val.shape, plan::TensorRole::intermediate);
+                st.alias_of[static_cast<size_t>(t)] = ot;
+                p.tensors[static_cast<size_t>(t)].buffer = p.tensors[static_cast<size_t>(ot)].buffer;
+                st.tensor_of[vi] = t;
+                continue;
+            }
             if (const fusion::Segment* view = view_of[vi]) {
                 const ir::ValueId base = g.nodes[static_cast<size_t>(view->nodes.front())].inputs[0];
                 const int32_t bt = st.tensor(base);

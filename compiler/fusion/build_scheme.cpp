@@ -291,6 +291,15 @@ FusionPlan build(const ir::Graph& g, const Choices& c, bool merge_any, bool unfu
         }
     }
 
+    // Whether the input of view node `first` is a row normalisation's output read by it alone.
+    auto norm_writes_view = [&](int first) {
+        const ir::ValueId b = g.nodes[static_cast<size_t>(first)].inputs[0];
+        const auto bi = static_cast<size_t>(b);
+        const int pb = producer[bi];
+        return pb >= 0 && rownorm[static_cast<size_t>(pb)] && g.nodes[static_cast<size_t>(pb)].outputs[0] == b &&
+               !is_output[bi] && cons[bi] == std::vector<int>{first};
+    };
+
     // norm_stores_input: the row normalisation computes its input, the root of an
     // elementwise kernel, and stores it (every other reader of it comes later).
     std::vector<int> joins_rownorm(g.values.size(), -1);
@@ -321,10 +330,11 @@ FusionPlan build(const ir::Graph& g, const Choices& c, bool merge_any, bool unfu
                     Segment e;
                     e.position = static_cast<int>(i);
                     e.nodes = fused_group(g, producer, p.inlined, v);
-                    // A graph output is written into its own tensor: never a view.
-                    const bool views = !is_output[vi] && std::all_of(e.nodes.begin(), e.nodes.end(), [&](int x) {
-                        return is_view(g, g.nodes[static_cast<size_t>(x)]);
-                    });
+                    // A graph output is written into its own tensor: a view of a row normalisation's
+                    // output that nothing else reads (which then writes the graph output in place).
+                    const bool views = std::all_of(e.nodes.begin(), e.nodes.end(),
+                                                   [&](int x) { return is_view(g, g.nodes[static_cast<size_t>(x)]); }) &&
+                                       (!is_output[vi] || norm_writes_view(e.nodes.front()));
                     e.kind = views ? SegmentKind::view : SegmentKind::elementwise;
                     e.outputs = {v};
                     p.segments.push_back(std::move(e));

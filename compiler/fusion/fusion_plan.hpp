@@ -15,8 +15,9 @@ namespace stof::fusion {
 enum class SegmentKind : uint8_t {
     elementwise,  // one generated kernel storing its outputs, each computed from stored values
                   // through the segment's fused (elementwise and layout) nodes
-    view,         // only reshapes (or casts to the same type) of a stored value: outputs[0] (not a graph
-                  // output) aliases it, no step
+    view,         // only reshapes (or casts to the same type) of a stored value: outputs[0] aliases it,
+                  // no step; where outputs[0] is a graph output, the value is a row normalisation's
+                  // output read by nothing else, and the normalisation writes the graph output's tensor
     row,          // one row-kernel node (Reduce*; a norm or softmax over other than trailing axes)
     rownorm,      // LayerNorm, RMSNorm or Softmax over trailing axes (nodes[0]) computing its input
                   // from stored values through the fused nodes nodes[1..] (its prologue); outputs[1],

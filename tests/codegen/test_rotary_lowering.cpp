@@ -64,22 +64,16 @@ std::map<std::string, std::string> rotary_kernels(ir::Graph g, Precision p, cons
     return out;
 }
 
-size_t count(const std::string& s, const std::string& what) {
-    size_t n = 0;
-    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
-    return n;
-}
-
 // Whether a kernel source reads the partner half of head dim d with guarded vector loads of V.
 void check_partner_loads(const std::string& source, int64_t d, int vec, bool paired) {
     const std::string load = fmt::format("stof::load_vec<{}>(", vec);
     const std::string lo = fmt::format("% {}) < {})) {}", d, d / 2, load), hi = fmt::format("% {}) >= {})) {}", d, d / 2, load);
-    CHECK((count(source, lo) > 0) == paired);
-    CHECK((count(source, hi) > 0) == paired);
-    if (paired) CHECK(count(source, load) >= 5);        // x, cos, sin and the two partner halves
-    else if (vec > 1) CHECK(count(source, load) >= 1);  // x itself still is one
-    else CHECK(count(source, "load_vec") == 0);
-    CHECK(count(source, ") stof::load_vec<") == (paired ? count(source, lo) + count(source, hi) : 0));
+    CHECK((test::count(source, lo) > 0) == paired);
+    CHECK((test::count(source, hi) > 0) == paired);
+    if (paired) CHECK(test::count(source, load) >= 5);        // x, cos, sin and the two partner halves
+    else if (vec > 1) CHECK(test::count(source, load) >= 1);  // x itself still is one
+    else CHECK(test::count(source, "load_vec") == 0);
+    CHECK(test::count(source, ") stof::load_vec<") == (paired ? test::count(source, lo) + test::count(source, hi) : 0));
 }
 
 }  // namespace
