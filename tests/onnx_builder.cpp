@@ -1,5 +1,7 @@
 #include "onnx_builder.hpp"
 
+#include <algorithm>
+
 namespace stof::test {
 
 OnnxBuilder::OnnxBuilder(int64_t opset, const std::string& domain) {
@@ -112,6 +114,21 @@ void add_attention(OnnxBuilder& b, float scale) {
     b.node("Mul", {"s", "scale"}, {"ss"});
     set_attr(b.node("Softmax", {"ss"}, {"p"}), "axis", int64_t{-1});
     b.node("MatMul", {"p", "v"}, {"o"});
+}
+
+void add_rotate_half(OnnxBuilder& b, const std::string& x, const std::string& out, int64_t d) {
+    const auto& inits = b.model().graph().initializer();
+    if (std::none_of(inits.begin(), inits.end(), [](const onnx::TensorProto& t) { return t.name() == "rope_mid"; })) {
+        b.initializer("rope_lo", ints({0})).initializer("rope_mid", ints({d / 2})).initializer("rope_hi", ints({INT64_MAX}));
+        b.initializer("rope_axis", ints({-1}));
+    }
+    b.node("Slice", {x, "rope_lo", "rope_mid", "rope_axis"}, {x + "_x1"});
+    b.node("Slice", {x, "rope_mid", "rope_hi", "rope_axis"}, {x + "_x2"});
+    b.node("Neg", {x + "_x2"}, {x + "_nx2"});
+    set_attr(b.node("Concat", {x + "_nx2", x + "_x1"}, {x + "_rot"}), "axis", int64_t{-1});
+    b.node("Mul", {x, "cos"}, {x + "_c"});
+    b.node("Mul", {x + "_rot", "sin"}, {x + "_s"});
+    b.node("Add", {x + "_c", x + "_s"}, {out});
 }
 
 }  // namespace stof::test

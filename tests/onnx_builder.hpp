@@ -45,4 +45,10 @@ Tensor iota_f32(const Shape& shape);
 // initializer "scale" and the values "kt", "s", "ss", "p" and "o".
 void add_attention(OnnxBuilder& b, float scale);
 
+// out = x·cos + rotate_half(x)·sin over x's last axis of d elements, LLaMA's rotary embedding as
+// exporters spell it (rotate_half(x) = Concat(−x[d/2:], x[:d/2])), with the initializers "cos" and
+// "sin" the caller adds. Adds the Slice bounds "rope_lo", "rope_mid", "rope_hi", "rope_axis" once per
+// model and the values x + "_x1", "_x2", "_nx2", "_rot", "_c", "_s".
+void add_rotate_half(OnnxBuilder& b, const std::string& x, const std::string& out, int64_t d);
+
 }  // namespace stof::test

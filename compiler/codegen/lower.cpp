@@ -72,6 +72,8 @@ plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOp
     std::vector<const fusion::Segment*> view_of(g.values.size(), nullptr);
     for (const fusion::Segment& s : fp.segments)
         if (s.kind == SegmentKind::view) view_of[static_cast<size_t>(s.outputs[0])] = &s;
+    // The stored value a view segment reshapes.
+    auto view_base = [&](const fusion::Segment& s) { return g.nodes[static_cast<size_t>(s.nodes.front())].inputs[0]; };
 
     // Tensors: inputs, outputs, stored values and views (aliases), in node order.
     for (ir::ValueId v : g.inputs) {
@@ -97,10 +99,8 @@ plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOp
     // graph output's tensor, in the base's shape.
     std::vector<int32_t> viewed_output(g.values.size(), -1);
     for (const fusion::Segment& s : fp.segments)
-        if (s.kind == SegmentKind::view && output_tensor[static_cast<size_t>(s.outputs[0])] >= 0) {
-            const ir::ValueId base = g.nodes[static_cast<size_t>(s.nodes.front())].inputs[0];
-            viewed_output[static_cast<size_t>(base)] = output_tensor[static_cast<size_t>(s.outputs[0])];
-        }
+        if (s.kind == SegmentKind::view && output_tensor[static_cast<size_t>(s.outputs[0])] >= 0)
+            viewed_output[static_cast<size_t>(view_base(s))] = output_tensor[static_cast<size_t>(s.outputs[0])];
     for (const ir::Node& n : g.nodes) {
         for (ir::ValueId v : n.outputs) {
             const auto vi = static_cast<size_t>(v);
@@ -110,24 +110,22 @@ plan::Plan lower(const ir::Graph& g, const fusion::FusionPlan& fp, const LowerOp
                 continue;
             }
             const ir::Value& val = g.value(v);
-            if (const int32_t ot = viewed_output[vi]; ot >= 0) {
-                const plan::TensorDesc& o = p.tensors[static_cast<size_t>(ot)];
-                const int32_t t = st.add_tensor(val.name, o.dtype, val.shape, plan::TensorRole::intermediate);
-                st.alias_of[static_cast<size_t>(t)] = ot;
-                p.tensors[static_cast<size_t>(t)].buffer = p.tensors[static_cast<size_t>(ot)].buffer;
-                st.tensor_of[vi] = t;
-                continue;
-            }
-            if (const fusion::Segment* view = view_of[vi]) {
-                const ir::ValueId base = g.nodes[static_cast<size_t>(view->nodes.front())].inputs[0];
-                const int32_t bt = st.tensor(base);
-                const plan::TensorDesc& b = p.tensors[static_cast<size_t>(bt)];
+            // v as an alias of tensor `base` (its type and buffer, v's shape).
+            auto alias = [&](int32_t base) {
+                const plan::TensorDesc b = p.tensors[static_cast<size_t>(base)];
                 const int32_t t = st.add_tensor(
                     val.name, b.dtype, val.shape,
                     b.role == plan::TensorRole::weight ? plan::TensorRole::weight : plan::TensorRole::intermediate);
-                st.alias_of[static_cast<size_t>(t)] = bt;
-                p.tensors[static_cast<size_t>(t)].buffer = p.tensors[static_cast<size_t>(bt)].buffer;
+                st.alias_of[static_cast<size_t>(t)] = base;
+                p.tensors[static_cast<size_t>(t)].buffer = b.buffer;
                 st.tensor_of[vi] = t;
+            };
+            if (viewed_output[vi] >= 0) {
+                alias(viewed_output[vi]);
+                continue;
+            }
+            if (const fusion::Segment* view = view_of[vi]) {
+                alias(st.tensor(view_base(*view)));
                 continue;
             }
             st.tensor_of[vi] = st.add_tensor(val.name, plan_dtype(val.dtype, opt.precision), val.shape,

@@ -28,8 +28,6 @@ std::string split_rope(std::mt19937_64& rng, int64_t heads, int64_t kv_heads, in
     b.initializer("cos", test::random_tensor(DType::f32, {1, 1, kS, d}, rng));
     b.initializer("sin", test::random_tensor(DType::f32, {1, 1, kS, d}, rng));
     b.initializer("sizes", test::ints({heads * d, kv_heads * d, kv_heads * d}));
-    b.initializer("lo", test::ints({0})).initializer("mid", test::ints({d / 2})).initializer("hi", test::ints({INT64_MAX}));
-    b.initializer("axis", test::ints({-1}));
     set_attr(b.node("Split", {"m", "sizes"}, {"y_q", "y_k", "y_v"}), "axis", int64_t{-1});
     for (const char* p : {"q", "k", "v"}) {
         const std::string n = p;
@@ -37,15 +35,7 @@ std::string split_rope(std::mt19937_64& rng, int64_t heads, int64_t kv_heads, in
         b.node("Reshape", {"y_" + n, n + "_heads"}, {n + "_r"});
         set_attr(b.node("Transpose", {n + "_r"}, {n == "v" ? n : n + "_x"}), "perm", std::vector<int64_t>{0, 2, 1, 3});
         b.output(n);
-        if (n == "v") continue;
-        const std::string x = n + "_x";
-        b.node("Slice", {x, "lo", "mid", "axis"}, {n + "_x1"});
-        b.node("Slice", {x, "mid", "hi", "axis"}, {n + "_x2"});
-        b.node("Neg", {n + "_x2"}, {n + "_nx2"});
-        set_attr(b.node("Concat", {n + "_nx2", n + "_x1"}, {n + "_rot"}), "axis", int64_t{-1});
-        b.node("Mul", {x, "cos"}, {n + "_c"});
-        b.node("Mul", {n + "_rot", "sin"}, {n + "_s"});
-        b.node("Add", {n + "_c", n + "_s"}, {n});
+        if (n != "v") test::add_rotate_half(b, n + "_x", n, d);
     }
     return b.bytes();
 }

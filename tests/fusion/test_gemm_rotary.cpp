@@ -55,10 +55,6 @@ std::string attention_block(std::mt19937_64& rng, const Block& m) {
     b.initializer("sin", sin);
     b.initializer("heads_shape", test::ints({2, m.seq, heads, d}));
     b.initializer("hidden_shape", test::ints({2, m.seq, hidden}));
-    b.initializer("lo", test::ints({0}));
-    b.initializer("mid", test::ints({d / 2}));
-    b.initializer("hi", test::ints({INT64_MAX}));
-    b.initializer("last", test::ints({-1}));
     for (const char* p : {"q", "k", "v", "o"}) {
         b.initializer(std::string("w") + p, test::random_weights({hidden, hidden}, hidden, rng));
         if (*p == 'o') continue;
@@ -66,15 +62,7 @@ std::string attention_block(std::mt19937_64& rng, const Block& m) {
         b.node("MatMul", {"x", "w" + n}, {n + "_proj"}, n + "_proj");
         b.node("Reshape", {n + "_proj", "heads_shape"}, {n + "_heads"});
         set_attr(b.node("Transpose", {n + "_heads"}, {*p == 'v' ? n : n + "_in"}), "perm", std::vector<int64_t>{0, 2, 1, 3});
-        if (*p == 'v') continue;
-        const std::string x = n + "_in";
-        b.node("Slice", {x, "lo", "mid", "last"}, {n + "_x1"});
-        b.node("Slice", {x, "mid", "hi", "last"}, {n + "_x2"});
-        b.node("Neg", {n + "_x2"}, {n + "_nx2"});
-        set_attr(b.node("Concat", {n + "_nx2", n + "_x1"}, {n + "_rot"}), "axis", int64_t{-1});
-        b.node("Mul", {x, "cos"}, {n + "_c"});
-        b.node("Mul", {n + "_rot", "sin"}, {n + "_s"});
-        b.node("Add", {n + "_c", n + "_s"}, {n});
+        if (*p != 'v') test::add_rotate_half(b, n + "_in", n, d);
     }
     test::add_attention(b, static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))));
     set_attr(b.node("Transpose", {"o"}, {"o_t"}), "perm", std::vector<int64_t>{0, 2, 1, 3});
