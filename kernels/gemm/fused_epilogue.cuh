@@ -95,18 +95,24 @@ CUTLASS_DEVICE void store_staged(const T* stage, T* d, int64_t ld, int64_t row0,
 
 // A kernel's shape: the CTA tile (rows, b's columns, k), the cluster, the mainloop schedule
 // (KernelTmaWarpSpecializedCooperative: both consumers on one tile; ...Pingpong: one each,
-// their epilogues one after the other) and how many threads run an epilogue.
-template <class TileShape, class ClusterShape, class Schedule> struct FusedGemmShape {
+// their epilogues one after the other), the persistent tile scheduler's swizzle (tiles walked
+// in bands of Swizzle tiles across the raster order, so concurrent CTAs share operand tiles in
+// L2) and how many threads run an epilogue.
+template <class TileShape, class ClusterShape, class Schedule, int Swizzle = 1> struct FusedGemmShape {
+    static_assert(Swizzle == 1 || Swizzle == 2 || Swizzle == 4 || Swizzle == 8, "FusedGemmShape: CUTLASS's swizzles");
     using Tile = TileShape;
     using Cluster = ClusterShape;
     using MainloopSchedule = Schedule;
+    static constexpr int kSwizzle = Swizzle;
     static constexpr int kEpilogueThreads = std::is_same_v<Schedule, cutlass::gemm::KernelTmaWarpSpecializedCooperative> ? 256
                                                                                                                          : 128;
 };
-// Ping-pong over 128 × 128 tiles, without and with 2 × 1 clusters: the two fastest of a sweep
-// of the SwiGLU kernel at LLaMA's gate|up shapes on the H200 (docs/PERF.md).
+// Ping-pong over 128 × 128 tiles, without clusters in bands of 4 tiles and with 2 × 1 clusters:
+// the two fastest of sweeps of the SwiGLU kernel at LLaMA's gate|up shapes on the H200 and the
+// H100 (docs/PERF.md; without the bands, 128 × 128 tiles read operands from L2 faster than it
+// gives them on the H100).
 using Pingpong128 = FusedGemmShape<cute::Shape<cute::_128, cute::_128, cute::_64>, cute::Shape<cute::_1, cute::_1, cute::_1>,
-                                   cutlass::gemm::KernelTmaWarpSpecializedPingpong>;
+                                   cutlass::gemm::KernelTmaWarpSpecializedPingpong, 4>;
 using Pingpong128Cluster2 =
     FusedGemmShape<cute::Shape<cute::_128, cute::_128, cute::_64>, cute::Shape<cute::_2, cute::_1, cute::_1>,
                    cutlass::gemm::KernelTmaWarpSpecializedPingpong>;
@@ -125,17 +131,24 @@ template <class T, class Cfg, template <class, class, int> class E> struct OwnEp
         typename Cfg::MainloopSchedule>::CollectiveOp;
     using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue>;
     using Device = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+    using Shape = Cfg;
 };
+
+// K (an OwnEpilogueGemm with arguments(a)) prepared for `a`, its tiles walked in K::Shape's swizzle.
+template <class K, class Args>
+std::unique_ptr<FusedGemm> prepare_own_epilogue_gemm(const Args& a, cudaStream_t stream, std::string& why) {
+    typename K::Device::Arguments args = K::arguments(a);
+    args.scheduler.max_swizzle_size = K::Shape::kSwizzle;
+    return prepare_cutlass_gemm<typename K::Device>(args, stream, why);
+}
 
 // Kernel<T, shape> (a GEMM with an own epilogue: Device, arguments(a)) at `config` of the
 // ping-pong shapes (0: Pingpong128, 1: Pingpong128Cluster2), prepared for `a`.
 inline constexpr int kPingpongConfigs = 2;
 template <template <class, class> class Kernel, class T, class Args>
 std::unique_ptr<FusedGemm> prepare_pingpong(const Args& a, int config, cudaStream_t stream, std::string& why) {
-    using K0 = Kernel<T, Pingpong128>;
-    using K1 = Kernel<T, Pingpong128Cluster2>;
-    return config == 0 ? prepare_cutlass_gemm<typename K0::Device>(K0::arguments(a), stream, why)
-                       : prepare_cutlass_gemm<typename K1::Device>(K1::arguments(a), stream, why);
+    return config == 0 ? prepare_own_epilogue_gemm<Kernel<T, Pingpong128>>(a, stream, why)
+                       : prepare_own_epilogue_gemm<Kernel<T, Pingpong128Cluster2>>(a, stream, why);
 }
 
 }  // namespace stof::kernels::gemm

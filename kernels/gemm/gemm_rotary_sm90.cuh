@@ -110,17 +110,22 @@ private:
                 CUTLASS_PRAGMA_UNROLL
                 for (int jj = 0; jj < kHalfBlocks; ++jj) {  // column pair e, e + 1 of the first half of each head
                     const int e = get<1>(coord(at(jj, 0)));
-                    const T* cs = params_.cos + p * HeadDim + e;
-                    const T* sn = params_.sin + p * HeadDim + e;
+                    // This row's cos and sin at columns e, e + 1 and their partners, the same for
+                    // every head of the tile: loaded once (cos may be null where nothing is rotated).
+                    float2 c1{}, s1{}, c2{}, s2{};
+                    if (col0 < params_.rot_cols) {
+                        const T* cs = params_.cos + p * HeadDim + e;
+                        const T* sn = params_.sin + p * HeadDim + e;
+                        c1 = to_float2(*reinterpret_cast<const T2*>(cs));
+                        s1 = to_float2(*reinterpret_cast<const T2*>(sn));
+                        c2 = to_float2(*reinterpret_cast<const T2*>(cs + HeadDim / 2));
+                        s2 = to_float2(*reinterpret_cast<const T2*>(sn + HeadDim / 2));
+                    }
                     CUTLASS_PRAGMA_UNROLL
                     for (int head = 0; head < kTileN / HeadDim; ++head) {
                         const int j1 = head * 2 * kHalfBlocks + jj, j2 = j1 + kHalfBlocks;
                         float x1[2] = {acc(at(j1, 0)), acc(at(j1, 1))}, x2[2] = {acc(at(j2, 0)), acc(at(j2, 1))};
                         if (col0 + head * HeadDim < params_.rot_cols) {
-                            const float2 c1 = to_float2(*reinterpret_cast<const T2*>(cs));
-                            const float2 s1 = to_float2(*reinterpret_cast<const T2*>(sn));
-                            const float2 c2 = to_float2(*reinterpret_cast<const T2*>(cs + HeadDim / 2));
-                            const float2 s2 = to_float2(*reinterpret_cast<const T2*>(sn + HeadDim / 2));
                             const float y1[2] = {x1[0] * c1.x - x2[0] * s1.x, x1[1] * c1.y - x2[1] * s1.y};
                             const float y2[2] = {x2[0] * c2.x + x1[0] * s2.x, x2[1] * c2.y + x1[1] * s2.y};
                             x1[0] = y1[0], x1[1] = y1[1], x2[0] = y2[0], x2[1] = y2[1];

@@ -35,7 +35,7 @@ struct GemmRotaryArgs {
 };
 
 // The tile configurations:
-//   0  128 x 128 tiles, one consumer warpgroup a tile (ping-pong)
+//   0  128 x 128 tiles, one consumer warpgroup a tile (ping-pong), walked in bands of 4 tiles
 //   1  the same in clusters of 2 x 1 tiles
 inline constexpr int kGemmRotaryConfigs = 2;
 

@@ -28,7 +28,8 @@ struct GemmSwigluArgs {
 };
 
 // The tile configurations (a plan's GemmStep::algo for these steps):
-//   0  128 x 128 tiles of b's columns (64 of d's), one consumer warpgroup a tile (ping-pong)
+//   0  128 x 128 tiles of b's columns (64 of d's), one consumer warpgroup a tile (ping-pong),
+//      walked in bands of 4 tiles
 //   1  the same in clusters of 2 x 1 tiles (b's tile loaded once for both)
 inline constexpr int kGemmSwigluConfigs = 2;
 
