@@ -109,8 +109,7 @@ template <class TileShape, class ClusterShape, class Schedule, int Swizzle = 1> 
 };
 // Ping-pong over 128 × 128 tiles, without clusters in bands of 4 tiles and with 2 × 1 clusters:
 // the two fastest of sweeps of the SwiGLU kernel at LLaMA's gate|up shapes on the H200 and the
-// H100 (docs/PERF.md; without the bands, 128 × 128 tiles read operands from L2 faster than it
-// gives them on the H100).
+// H100 (docs/PERF.md; without the bands, 128 × 128 tiles are bound by L2 bandwidth on the H100).
 using Pingpong128 = FusedGemmShape<cute::Shape<cute::_128, cute::_128, cute::_64>, cute::Shape<cute::_1, cute::_1, cute::_1>,
                                    cutlass::gemm::KernelTmaWarpSpecializedPingpong, 4>;
 using Pingpong128Cluster2 =
