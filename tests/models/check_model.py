@@ -8,7 +8,8 @@ inputs/*.npy, expected/*.npy from onnxruntime).
            "STOF-SKIP: ..." and succeeds where no GPU exists; CTest reports a skip)
 
 `compile` of a 16-bit plan checks that it has one sparse_attention step per
-attention layer (--layers) and no softmax kernel. With --mask SPEC, plans are
+attention layer (--layers) and no softmax kernel, and with --max-steps-per-layer N at most N
+plan steps from one attention step to the next. With --mask SPEC, plans are
 compiled with that mask, and `run` compares with `stofc eval --mask SPEC` (the
 reference interpreter applying the same mask) instead of expected/.
 
@@ -65,6 +66,8 @@ def main():
     ap.add_argument("--mask", help="attention mask spec for compile and the reference")
     ap.add_argument("--attention-kernel", default="auto", help="stofc compile --attention-kernel")
     ap.add_argument("--layers", type=int, default=2, help="attention layers the model has")
+    ap.add_argument("--max-steps-per-layer", type=int,
+                    help="compile: at most this many plan steps from one attention step to the next")
     a = ap.parse_args()
     d = a.model_dir
     a.work.mkdir(parents=True, exist_ok=True)
@@ -94,6 +97,12 @@ def main():
         if attention != a.layers or softmax:
             sys.exit(f"{attention} sparse_attention steps (want {a.layers}), softmax kernels {softmax}")
         print(f"{attention} sparse_attention steps, no softmax kernel")
+        if a.max_steps_per_layer is not None:
+            at = [i for i, s in enumerate(steps) if s["kind"] == "sparse_attention"]
+            per_layer = [j - i for i, j in zip(at, at[1:])]
+            if not per_layer or max(per_layer) > a.max_steps_per_layer:
+                sys.exit(f"steps per layer {per_layer} (want at most {a.max_steps_per_layer})")
+            print(f"steps per layer {per_layer} (at most {a.max_steps_per_layer})")
         return
     if not gpu_present():
         print("STOF-SKIP: no GPU on this machine")
