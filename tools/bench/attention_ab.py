@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """One attention kernel from several libstof.so builds, interleaved in one process on the same inputs.
 
-Every build runs each case once on fresh random fp16 data into a NaN-poisoned output; the outputs of
-all builds must be bit-identical (a kernel change that moves results is not a pure speed change).
+Every build runs each case once on the same random fp16 data (seed 1) into a NaN-poisoned output;
+the outputs of all builds must be bit-identical (a kernel change that moves results is not a pure
+speed change).
 Then each build is timed three times, interleaved (triton's do_bench), and the best time is kept;
 dense and causal cases also time cuDNN (SDPA) on the same inputs.
 
