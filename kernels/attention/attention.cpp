@@ -74,6 +74,7 @@ AttnParams make_params(const AttentionArgs& a) {
     p.mask_heads = a.mask.mask_heads;
     p.fill3 = a.mask.fill3;
     p.key_valid = a.key_valid;
+    p.work_queue = a.work_queue;
     p.kv_words = (a.seq_k + 63) / 64;
     p.bias = a.bias;
     p.bias_sh = a.bias_stride_h;
@@ -123,6 +124,9 @@ std::string check_attention_args(const AttentionArgs& a, AttentionKernel kernel)
         return "mask_heads " + std::to_string(m.mask_heads) + " is neither 1 nor heads " + std::to_string(a.heads);
     if (a.key_valid && (reinterpret_cast<uintptr_t>(a.key_valid) & 7u)) return "key_valid is not 8-byte aligned";
     if (a.bias && (reinterpret_cast<uintptr_t>(a.bias) & 1u)) return "bias is not 2-byte aligned";
+    if (kernel == AttentionKernel::block_wise_sm90 && !a.work_queue)
+        return "block_wise_sm90 needs a work queue (AttentionArgs::work_queue)";
+    if (a.work_queue && (reinterpret_cast<uintptr_t>(a.work_queue) & 3u)) return "work_queue is not 4-byte aligned";
     if (kernel == AttentionKernel::row_wise && static_cast<int64_t>(a.batch) * a.heads * a.seq_q > int64_t{0x7fffffff} * 4)
         return "too many query rows for the row-wise kernel";
     return "";

@@ -3,10 +3,14 @@
 // Work items are (64 C query rows, head, batch), C = 2 consumers, or 3 with 64-row mask
 // tiles (the launcher's choice); in groups of heads whose K and V fit in L2 and, within a
 // group, heaviest query blocks first as far as the first mask pattern's first and last tile
-// rows tell (see `late_first`); a persistent grid of at most one CTA per multiprocessor takes
-// them in rounds, forwards and backwards (`item_of`). A CTA has C + 1 warpgroups:
-//   warpgroup 0, one thread: the producer. Per item it loads the Q tile into one of two
-//     buffers (once the O of item n - 2 has left it), walks the listed 64-column key tiles
+// rows tell (see `late_first`), the first block of every pair ahead of the groups where it is
+// long (`heavy_first`); a persistent grid of at most one CTA per multiprocessor draws them from a
+// work queue in global memory (AttnParams::work_queue), so a CTA that drew a long item draws
+// fewer. A CTA has C + 1 warpgroups:
+//   warpgroup 0, one thread: the producer. Per item it draws the item, loads the Q tile into one
+//     of two buffers (once the O of item n - 2 has left it) and publishes the item's head, batch
+//     and first query row beside it (row -1, with no Q: the consumers' loop ends), walks the
+//     listed 64-column key tiles
 //     of the item's rows (the union of the C 64-row mask tile rows' lists, ascending; one
 //     list for a tile_m = 128 mask) and, per tile, writes the tile's TileInfo to the stage
 //     and issues bulk tensor copies of K and V (and bulk copies of the bitmaps of its
@@ -25,7 +29,7 @@
 // Registers move from the producer warpgroup to the consumers by setmaxnreg (Sm90Traits).
 //
 // Shared memory (1024-byte aligned): Q [2 buffers][C consumers][TILE] | K [STAGES][TILE] |
-// V [STAGES][TILE] | mbarriers | TileInfo [STAGES] | bitmaps [STAGES][C][512 bytes]. A
+// V [STAGES][TILE] | mbarriers | item [2] | TileInfo [STAGES] | bitmaps [STAGES][C][512 bytes]. A
 // TILE is 64 rows x D, stored as D / 64 boxes of 64 rows x 128 bytes in the 128-byte
 // swizzle (chunk c of row r at c ^ (r % 8)).
 #pragma once
@@ -60,14 +64,16 @@ template <int D, int C> struct Sm90Traits {
     static constexpr int V_OFFSET = K_OFFSET + STAGES * TILE_BYTES;
     // mbarriers: q_full[2], q_empty[2], full_k[STAGES], full_v[STAGES], empty[STAGES]
     static constexpr int BAR_OFFSET = V_OFFSET + STAGES * TILE_BYTES;
-    static constexpr int INFO_OFFSET = BAR_OFFSET + (8 * (4 + 3 * STAGES) + 15) / 16 * 16;
+    // int4 [2]: per Q buffer the item's (head, batch, first query row); row -1 ends the loop.
+    static constexpr int ITEM_OFFSET = (BAR_OFFSET + 8 * (4 + 3 * STAGES) + 15) / 16 * 16;
+    static constexpr int INFO_OFFSET = ITEM_OFFSET + 32;
     // Per stage, the bitmaps of the tile's partial 64-row parts: consumer w's at 512 * w.
     static constexpr int BITMAP_BYTES = 512 * C;
     static constexpr int BITMAP_OFFSET = INFO_OFFSET + 32 * STAGES;
     static constexpr int SMEM_BYTES = BITMAP_OFFSET + BITMAP_BYTES * STAGES + 1024;  // + alignment slack
     static constexpr int CONSUMER_THREADS = 128 * C;
     // Registers per thread after setmaxnreg: the producer warpgroup gives what the consumers take.
-    static constexpr int PRODUCER_REGS = C == 2 ? 40 : 24;
+    static constexpr int PRODUCER_REGS = C == 2 ? 40 : 32;
     static constexpr int CONSUMER_REGS = C == 2 ? 232 : 160;
     // setmaxnreg moves registers within what the CTA got at launch (65536 / THREADS per
     // thread, in multiples of 8): a consumer asking for more would wait forever.
@@ -101,39 +107,9 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
     auto full_v = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (4 + STAGES + s); };
     auto empty = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (4 + 2 * STAGES + s); };
     TileInfo* info = reinterpret_cast<TileInfo*>(smem + Tr::INFO_OFFSET);
+    int4* item_of_buffer = reinterpret_cast<int4*>(smem + Tr::ITEM_OFFSET);
 
     const int tid = threadIdx.x, wg = tid >> 7;
-    // Work items: (128-row query block, head, batch) in groups of `hb_group` (head, batch)
-    // pairs, sized by the launcher so that a group's K and V stay in L2 while the CTAs work
-    // on it (all pairs in one group when they fit); within a group, the query blocks in
-    // heaviest-first order as far as the ends of the first mask pattern tell: later blocks
-    // first when its last tile row lists at least as many tiles as its first (causal),
-    // earlier first otherwise (global rows at the top: longformer, bigbird), taken by the
-    // CTAs as item_of says.
-    const int hbs = p.heads * p.batch;
-    const int qblocks = (p.seq_q + Tr::BM - 1) / Tr::BM;
-    const int items = qblocks * hbs;
-    const bool late_first = __ldg(p.row_ptr + p.tile_rows) - __ldg(p.row_ptr + p.tile_rows - 1) >=
-                            __ldg(p.row_ptr + 1) - __ldg(p.row_ptr);
-    // Causal-like patterns keep one group: the heaviest-first order is what balances them.
-    const int hbg = late_first ? hbs : hb_group;
-    int h = 0, b = 0, q0 = 0;
-    auto decode = [&](int item) {
-        const int group = item / (hbg * qblocks), hb0 = group * hbg;
-        const int in_group = item - hb0 * qblocks, size = min(hbg, hbs - hb0);
-        const int hb = hb0 + in_group % size, rank = in_group / size;
-        h = hb % p.heads;
-        b = hb / p.heads;
-        q0 = (late_first ? qblocks - 1 - rank : rank) * Tr::BM;
-    };
-    // The n-th item of this CTA: rounds of gridDim.x items, the CTAs in turn forwards and
-    // backwards (CTA c takes items c, 2 gridDim.x - 1 - c, 2 gridDim.x + c, ...), so over
-    // heaviest-first items every CTA gets as much work as the others within about one item.
-    // Once an item is past the end, so are all later rounds' items.
-    auto item_of = [&](int n) {
-        const int c = static_cast<int>(blockIdx.x), g = static_cast<int>(gridDim.x);
-        return n * g + (n & 1 ? g - 1 - c : c);
-    };
     // One 128-row mask tile row for both consumers (C = 2 only: the launcher's choice).
     const bool shared_list = C == 2 && p.tile_m == 128;
     // Consumer c walks its own tile list and gets its own bitmaps (else it shares consumer 0's).
@@ -156,15 +132,84 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
     if (wg == 0) {
         sm90::setmaxnreg_dec<Tr::PRODUCER_REGS>();
         if (tid != 0) return;
+        // Work items: (64 C query rows, head, batch) in groups of `hb_group` (head, batch) pairs,
+        // sized by the launcher so that a group's K and V stay in L2 while the CTAs work on it (all
+        // pairs in one group when they fit); within a group, the query blocks in heaviest-first
+        // order as far as the ends of the first mask pattern tell: later blocks first when its last
+        // tile row lists at least as many tiles as its first (causal), earlier first otherwise
+        // (global rows at the top: longformer, bigbird). Where the first block of a pair is long
+        // against a group's work (`heavy_first`: its longest tile row is at least 2.2 times the mean
+        // tile row times the rounds of a group, hb_group (qblocks - 1) / gridDim.x), the first blocks
+        // of all pairs come before the groups, which follow without them: drawn with its group, a
+        // long first block of a late group would end last.
+        const int hbs = p.heads * p.batch;
+        const int qblocks = (p.seq_q + Tr::BM - 1) / Tr::BM;
+        const int items = qblocks * hbs;
+        const bool late_first = __ldg(p.row_ptr + p.tile_rows) - __ldg(p.row_ptr + p.tile_rows - 1) >=
+                                __ldg(p.row_ptr + 1) - __ldg(p.row_ptr);
+        // Causal-like patterns keep one group: the heaviest-first order is what balances them.
+        const int hbg = late_first ? hbs : hb_group;
+        bool heavy_first = false;
+        if (hbg < hbs && qblocks > 1) {
+            int longest = 0;
+            for (int r = 0; r < Tr::BM / p.tile_m && r < p.tile_rows; ++r)
+                longest = max(longest, __ldg(p.row_ptr + r + 1) - __ldg(p.row_ptr + r));
+            const int64_t all = __ldg(p.row_ptr + p.tile_rows) - __ldg(p.row_ptr);
+            heavy_first = 5ll * longest * gridDim.x * p.tile_rows >= 11ll * hbg * (qblocks - 1) * all;
+        }
+        int h = 0, b = 0, q0 = 0;
+        auto decode = [&](int item) {
+            int hb = 0, rank = 0;
+            if (!heavy_first) {
+                const int group = item / (hbg * qblocks), hb0 = group * hbg;
+                const int in_group = item - hb0 * qblocks, size = min(hbg, hbs - hb0);
+                hb = hb0 + in_group % size;
+                rank = in_group / size;
+            } else if (item < hbs) {
+                hb = item;
+            } else {
+                const int rest = item - hbs, ranks = qblocks - 1;
+                const int group = rest / (hbg * ranks), hb0 = group * hbg;
+                const int in_group = rest - hb0 * ranks, size = min(hbg, hbs - hb0);
+                hb = hb0 + in_group % size;
+                rank = 1 + in_group / size;
+            }
+            h = hb % p.heads;
+            b = hb / p.heads;
+            q0 = (late_first ? qblocks - 1 - rank : rank) * Tr::BM;
+        };
+        // The work queue: CTA c's first item is c, each later one gridDim.x + the next ticket of
+        // work_queue[0]. A CTA whose draw is past the end counts itself in work_queue[1]; the last
+        // to do so, when no draw is left, sets both words back to zero for the next launch.
+        auto draw = [&](int n) {
+            if (n == 0) return static_cast<int>(blockIdx.x);
+            const int item = static_cast<int>(gridDim.x + atomicAdd(p.work_queue, 1u));
+            if (item >= items) {
+                __threadfence();  // this CTA's last draw before its count
+                if (atomicAdd(p.work_queue + 1, 1u) == gridDim.x - 1) {
+                    atomicExch(p.work_queue, 0u);
+                    atomicExch(p.work_queue + 1, 0u);
+                }
+            }
+            return item;
+        };
         sm90::prefetch_tmap(&tq);
         sm90::prefetch_tmap(&tk);
         sm90::prefetch_tmap(&tv);
         int s = 0;
         uint32_t phase = 0;
-        for (int n = 0, item = item_of(0); item < items; item = item_of(++n)) {
-            decode(item);
-            const int hk = h / p.group, qb = n & 1;
+        for (int n = 0;; ++n) {
+            const int qb = n & 1;
             sm90::mbar_wait(q_empty(qb), ((n >> 1) & 1) ^ 1);  // the O of item n - 2 is stored
+            const int item = draw(n);
+            if (item >= items) {
+                item_of_buffer[qb] = make_int4(0, 0, -1, 0);
+                sm90::mbar_arrive(q_full(qb));
+                break;
+            }
+            decode(item);
+            item_of_buffer[qb] = make_int4(h, b, q0, 0);
+            const int hk = h / p.group;
             sm90::mbar_arrive_expect_tx(q_full(qb), C * TILE);
             for (int w = 0; w < C; ++w)
                 for (int x = 0; x < Tr::BOXES; ++x)
@@ -410,9 +455,12 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
 
     int s = 0;  // the ring's next stage (and its phase), continued across work items
     uint32_t phase = 0;
-    for (int n = 0, item = item_of(0); item < items; item = item_of(++n)) {
-        decode(item);
+    for (int n = 0;; ++n) {
         const int qb = n & 1;
+        sm90::mbar_wait(q_full(qb), (n >> 1) & 1);
+        const int4 item = item_of_buffer[qb];
+        const int h = item.x, b = item.y, q0 = item.z;
+        if (q0 < 0) break;
         row0 = q0 + 64 * w + 16 * wq + g;
         qs = sbase + Tr::Q_OFFSET + (C * qb + w) * TILE;
         bias_h = p.bias ? static_cast<const T*>(p.bias) + h * p.bias_sh : nullptr;
@@ -425,7 +473,6 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
 
         // Q fragments, read once from the swizzled Q tile: S = Q K^T then streams only K
         // from shared memory.
-        sm90::mbar_wait(q_full(qb), (n >> 1) & 1);
         if constexpr (!Tr::Q_SHARED) {
             const int r = 16 * wq + (lane & 15);
 #pragma unroll

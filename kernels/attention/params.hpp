@@ -32,6 +32,7 @@ struct AttnParams {
     int32_t kv_words = 0;
     const void* bias = nullptr;  // bias[h * bias_sh + i * bias_ss + j]
     int64_t bias_sh = 0, bias_ss = 0;
+    uint32_t* work_queue = nullptr;  // AttentionArgs::work_queue
 };
 
 AttnParams make_params(const AttentionArgs& a);

@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace stof::exec {
@@ -79,7 +80,7 @@ void Executor::release() noexcept {
     steps_.clear();
     if (lt_) cublasLtDestroy(lt_);
     lt_ = nullptr;
-    for (void** p : {&workspace_, &masks_, &weights_, &arena_}) {
+    for (void** p : {&workspace_, &work_queues_, &masks_, &weights_, &arena_}) {
         if (*p) cudaFree(*p);
         *p = nullptr;
     }
@@ -173,6 +174,13 @@ void Executor::allocate() {
     if (gemm) {
         STOF_CUBLAS_CHECK(cublasLtCreate(&lt_));
         STOF_CUDA_CHECK(cudaMalloc(&workspace_, kWorkspaceBytes));
+    }
+    const size_t attention_steps = std::count_if(plan_.steps.begin(), plan_.steps.end(),
+                                                 [](const plan::Step& s) { return s.kind == plan::StepKind::attention; });
+    if (attention_steps > 0) {
+        const size_t bytes = attention_steps * 2 * sizeof(uint32_t);
+        STOF_CUDA_CHECK(cudaMalloc(&work_queues_, bytes));
+        STOF_CUDA_CHECK(cudaMemsetAsync(work_queues_, 0, bytes, stream_));
     }
     STOF_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
@@ -271,6 +279,7 @@ void Executor::prepare_steps() {
     int sm90_steps = 0, fused_steps = 0;
     std::vector<std::string> off_sm90;   // attention steps whose Hopper kernel cannot run here, and why
     std::vector<std::string> off_fused;  // fused-epilogue GEMM steps whose kernel cannot run here, and why
+    uint32_t* next_queue = static_cast<uint32_t*>(work_queues_);
     for (size_t i = 0; i < plan_.steps.size(); ++i) {
         const plan::Step& s = plan_.steps[i];
         Prepared p;
@@ -355,6 +364,8 @@ void Executor::prepare_steps() {
                     A.bias_stride_h = a.bias_stride_h;
                     A.bias_stride_s = a.bias_stride_s;
                     A.block_m = A.mask.tile_m == 128 ? 128 : 0;
+                    A.work_queue = next_queue;  // the step's problems run one after another
+                    next_queue += 2;
                     p.attention_kernel = static_cast<kernels::AttentionKernel>(a.kernel);  // 0, 1, 2 (plan_validate)
                     const std::string why = a.fold > 1 ? kernels::check_folded_attention_args(A, p.attention_kernel, a.fold)
                                                        : kernels::check_attention_args(A, p.attention_kernel);

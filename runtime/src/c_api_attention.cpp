@@ -24,6 +24,7 @@ struct stof_mask {
     stof::SparseMaskStats folded_stats;
     void* folded_buffer = nullptr;
     stof::kernels::SparseMaskView folded_view;
+    uint32_t* work_queue = nullptr;  // of the Hopper kernel (AttentionArgs::work_queue), zeroed
 };
 
 namespace {
@@ -97,8 +98,11 @@ stof_mask* upload(stof::SparseMask&& m, const stof::MaskFold& fold = {}) {
     const auto free_buffers = [&] {
         cudaFree(h->device_buffer);
         cudaFree(h->folded_buffer);
+        cudaFree(h->work_queue);
     };
     try {
+        cuda_check(cudaMalloc(&h->work_queue, 2 * sizeof(uint32_t)), "stof_mask: cudaMalloc");
+        cuda_check(cudaMemset(h->work_queue, 0, 2 * sizeof(uint32_t)), "stof_mask: cudaMemset");
         h->stats = stof::mask_stats(m);
         h->view = upload_arrays(m, &h->device_buffer);
         if (fold.period > 1) {
@@ -169,6 +173,7 @@ void stof_mask_destroy(stof_mask* mask) {
     if (!mask) return;
     cudaFree(mask->device_buffer);
     cudaFree(mask->folded_buffer);
+    cudaFree(mask->work_queue);
     delete mask;
 }
 
@@ -216,6 +221,7 @@ stof_status stof_attention(const stof_attention_params* params, void* stream) {
         a.bias_stride_h = P.bias_stride_h;
         a.bias_stride_s = P.bias_stride_s;
         a.block_m = P.block_m;
+        a.work_queue = P.mask->work_queue;
         if (P.kernel != STOF_KERNEL_AUTO && P.kernel != STOF_KERNEL_BLOCK_WISE && P.kernel != STOF_KERNEL_ROW_WISE &&
             P.kernel != STOF_KERNEL_BLOCK_WISE_SM90)
             throw InvalidArgument{"stof_attention: unknown kernel " + std::to_string(P.kernel)};

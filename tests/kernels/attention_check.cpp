@@ -226,6 +226,9 @@ AttentionResult run_attention_case(const AttentionCase& c, std::mt19937_64& rng)
     a.bias_stride_h = static_cast<int64_t>(SQ / fold) * (SK / fold);
     a.bias_stride_s = SK / fold;
     a.block_m = c.block_m;
+    DeviceBuffer d_queue(2 * sizeof(uint32_t));
+    CUDA_REQUIRE(cudaMemset(d_queue.ptr, 0, d_queue.bytes));
+    a.work_queue = d_queue.as<uint32_t>();
 
     const std::string why = fold > 1 ? kernels::check_folded_attention_args(a, c.kernel, fold)
                                      : kernels::check_attention_args(a, c.kernel);
@@ -242,6 +245,10 @@ AttentionResult run_attention_case(const AttentionCase& c, std::mt19937_64& rng)
     CUDA_REQUIRE(cudaDeviceSynchronize());
     std::vector<uint16_t> out(static_cast<size_t>(os.elems));
     CUDA_REQUIRE(cudaMemcpy(out.data(), d_o.ptr, out.size() * 2, cudaMemcpyDeviceToHost));
+    uint32_t queue[2] = {1, 1};
+    CUDA_REQUIRE(cudaMemcpy(queue, d_queue.ptr, sizeof(queue), cudaMemcpyDeviceToHost));
+    CHECK(queue[0] == 0);  // the launch leaves its work queue zeroed for the next
+    CHECK(queue[1] == 0);
 
     AttentionResult r;
     r.sm90_refusal = refusal;

@@ -28,6 +28,8 @@ AttentionArgs valid_args() {
     static const int32_t row_ptr[3] = {0, 0, 0};
     a.mask.row_ptr = row_ptr;
     a.mask.rows = a.mask.cols = 128;
+    alignas(4) static uint32_t queue[2];
+    a.work_queue = queue;
     return a;
 }
 
@@ -93,6 +95,13 @@ TEST_CASE("check_attention_args accepts valid arguments and names what is wrong"
     a.mask.tile_m = 32;
     require_error(a, AttentionKernel::block_wise_sm90, "tile_m 32");
     require_error(a, static_cast<AttentionKernel>(3), "unknown attention kernel 3");
+    a = valid_args();
+    a.work_queue = nullptr;
+    require_error(a, AttentionKernel::block_wise_sm90, "needs a work queue");
+    CHECK(check_attention_args(a, AttentionKernel::block_wise).empty());
+    a = valid_args();
+    a.work_queue = reinterpret_cast<uint32_t*>(reinterpret_cast<uintptr_t>(a.work_queue) + 2);
+    require_error(a, AttentionKernel::block_wise_sm90, "work_queue is not 4-byte aligned");
 }
 
 TEST_CASE("the selector follows rho - tau / log2(N/16)^2", "[cpu][kernels][attention]") {
@@ -137,6 +146,7 @@ TEST_CASE("folded_attention_problems view the residues of every layout as the or
     };
     static const int32_t row_ptr[2] = {0, 0};
     alignas(8) static const uint64_t words[p * 2] = {};  // [p, batch <= 2, 1 word]
+    alignas(4) static uint32_t queue[2];
     for (const Layout& L :
          {Layout{"bshd gqa", 2, 4, 2, true, 0, false, 1}, Layout{"bhsd", 2, 4, 4, false, 0, false, 1},
           Layout{"bhsd gqa", 2, 4, 2, false, 0, false, 4}, Layout{"bhsd batch gap", 2, 4, 4, false, 64, false, 4},
@@ -146,6 +156,7 @@ TEST_CASE("folded_attention_problems view the residues of every layout as the or
         const int B = L.batch;
         AttentionArgs a;
         a.key_valid = L.padded ? words : nullptr;
+        a.work_queue = queue;
         a.batch = B;
         a.heads = L.heads;
         a.kv_heads = L.kv_heads;

@@ -198,7 +198,9 @@ typedef struct stof_attention_params {
 
 /* Launches one kernel on `stream` (a cudaStream_t; null = the default stream), or one per
  * residue for a folded mask whose tensors cannot be viewed as one problem;
- * no synchronisation: launch errors are reported, execution errors surface later. */
+ * no synchronisation: launch errors are reported, execution errors surface later.
+ * The Hopper kernel's CTAs draw their work from a queue the mask holds: calls with one mask
+ * must not run at the same time (enqueue them on one stream, or use a mask per stream). */
 STOF_API stof_status stof_attention(const stof_attention_params* params, void* stream);
 /* The kernel the selector picks (STOF_KERNEL_BLOCK_WISE / _ROW_WISE) for the mask at key length seq_k. */
 STOF_API stof_status stof_attention_select(const stof_mask* mask, int32_t seq_k, int32_t* kernel);

@@ -49,6 +49,11 @@ struct AttentionArgs {
     // bias[h * bias_stride_h + i * bias_stride_s + j]. nullptr: none.
     const void* bias = nullptr;
     int64_t bias_stride_h = 0, bias_stride_s = 0;
+    // block_wise_sm90 (required there): two 32-bit words of device memory, zero before the
+    // launch and zero again after it, from which the Hopper kernel's CTAs draw their work.
+    // Launches that may run at the same time need their own words; launches one after another
+    // on a stream can share them.
+    uint32_t* work_queue = nullptr;
     // Block-wise kernel only: query rows per CTA, 64 or 128 (128 also walks two 64-row
     // mask tile rows at once); 0 picks by problem size. A tile_m = 128 mask needs 128.
     // block_wise_sm90 picks 128 or 192 rows per CTA itself; block_m = 64 makes it run block_wise.
