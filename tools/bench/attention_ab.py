@@ -31,7 +31,9 @@ CASES = [(1, 32, 8, 64, 4096, "causal"), (8, 12, 12, 64, 1024, "causal"), (4, 12
          (1, 32, 32, 128, 8192, "sliding"), (16, 12, 12, 64, 2048, "paper_bigbird"),
          (1, 12, 12, 64, 4096, "paper_longformer"), (8, 12, 12, 64, 512, "paper_bigbird"),
          (8, 12, 12, 64, 2048, "paper_bigbird"), (16, 12, 12, 64, 2048, "paper_longformer"),
-         (16, 12, 12, 64, 2048, "paper_sliding"), (8, 12, 12, 64, 4096, "paper_bigbird")]
+         (16, 12, 12, 64, 2048, "paper_sliding"), (8, 12, 12, 64, 4096, "paper_bigbird"),
+         (1, 12, 12, 64, 2048, "paper_longformer"), (1, 12, 12, 64, 2048, "paper_bigbird"),
+         (1, 12, 12, 64, 4096, "paper_bigbird")]
 
 
 def main():
