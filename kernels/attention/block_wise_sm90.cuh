@@ -10,11 +10,10 @@
 //   warpgroup 0, one thread: the producer. Per item it draws the item, loads the Q tile into one
 //     of two buffers (once the O of item n - 2 has left it) and publishes the item's head, batch
 //     and first query row beside it (row -1, with no Q: the consumers' loop ends), walks the
-//     listed 64-column key tiles
-//     of the item's rows (the union of the C 64-row mask tile rows' lists, ascending; one
-//     list for a tile_m = 128 mask) and, per tile, writes the tile's TileInfo to the stage
-//     and issues bulk tensor copies of K and V (and bulk copies of the bitmaps of its
-//     partial 64-row parts, with K) into a STAGES-deep shared-memory ring (one mbarrier
+//     listed 64-column key tiles of the item's rows (the union of the C 64-row mask tile rows'
+//     lists, ascending; one list for a tile_m = 128 mask) and, per tile, writes the tile's
+//     TileInfo to the stage and issues bulk tensor copies of K and V (and bulk copies of the
+//     bitmaps of its partial 64-row parts, with K) into a STAGES-deep shared-memory ring (one mbarrier
 //     each for K and V, one for the stage being free again), then an end-of-item entry.
 //     The ring runs on across items, so the next item's tiles load while the consumers
 //     finish the current one.
