@@ -4,11 +4,12 @@
 Every build runs each case once on the same random fp16 data (seed 1) into a NaN-poisoned output;
 the outputs of all builds must be bit-identical (a kernel change that moves results is not a pure
 speed change).
-Then each build is timed three times, interleaved (triton's do_bench), and the best time is kept;
-dense and causal cases also time cuDNN (SDPA) on the same inputs.
+Then each build is timed in --rounds interleaved rounds (triton's do_bench) and the best time is kept;
+beside each speed, the range of the per-round speeds shows the run's noise. Dense and causal cases
+also time cuDNN (SDPA) on the same inputs.
 
   tools/bench/attention_ab.py --build main=build-gpu/lib/libstof.so --build new=OTHER/lib/libstof.so
-                              [--kernel block-wise-sm90] [--only REGEX] [--markdown F]
+                              [--kernel block-wise-sm90] [--only REGEX] [--rounds N] [--markdown F]
 """
 import argparse
 import math
@@ -42,11 +43,14 @@ def main():
                     help="a libstof.so to time; the first is the baseline (give two or more)")
     ap.add_argument("--kernel", default="block-wise-sm90", choices=list(KERNEL))
     ap.add_argument("--only", default="", metavar="REGEX", help="cases whose name (e.g. B4-H12-D64-S4096-causal) matches")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds per case (default 3)")
     ap.add_argument("--markdown", type=Path)
     a = ap.parse_args()
     builds = dict(b.split("=", 1) for b in a.build)
     if len(builds) < 2 or any(not Path(p).is_file() for p in builds.values()):
         sys.exit("attention_ab.py: give two or more --build LABEL=LIB with distinct labels and existing files")
+    if a.rounds < 1:
+        sys.exit("attention_ab.py: --rounds must be at least 1")
     libs = {n: Stof(p) for n, p in builds.items()}
     names = list(libs)
     head = ["B", "H / KV", "D", "S", "mask", *[f"{n} µs" for n in names], *[f"{n} speed" for n in names[1:]], "cuDNN µs"]
@@ -70,7 +74,7 @@ def main():
             if not torch.equal(outs[n], outs[names[0]]):
                 sys.exit(f"attention_ab.py: B{b} H{h} D{d} S{s} {m}: {n}'s output differs from {names[0]}'s")
         times = {n: [] for n in names}
-        for _ in range(3):
+        for _ in range(a.rounds):
             for n, L in libs.items():
                 times[n].append(triton.testing.do_bench(
                     lambda: L.attention(q, k, v, outs[n], masks[n], scale, a.kernel), warmup=20, rep=100) * 1e3)
@@ -82,8 +86,11 @@ def main():
                 t = triton.testing.do_bench(lambda: F.scaled_dot_product_attention(
                     q, ke, ve, is_causal=m == "causal", scale=scale), warmup=20, rep=100)
             cudnn = f"{t * 1e3:.1f}"
-        row = [b, f"{h} / {hkv}", d, s, m, *[f"{best[n]:.1f}" for n in names],
-               *[f"{best[names[0]] / best[n]:.3f}×" for n in names[1:]], cudnn]
+        def speed(n):
+            rounds = [t0 / t for t0, t in zip(times[names[0]], times[n])]
+            return f"{best[names[0]] / best[n]:.3f}× ({min(rounds):.2f}–{max(rounds):.2f})"
+
+        row = [b, f"{h} / {hkv}", d, s, m, *[f"{best[n]:.1f}" for n in names], *[speed(n) for n in names[1:]], cudnn]
         lines.append("| " + " | ".join(map(str, row)) + " |")
         print(lines[-1], flush=True)
     if a.markdown:
