@@ -158,20 +158,15 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
         }
         int h = 0, b = 0, q0 = 0;
         auto decode = [&](int item) {
-            int hb = 0, rank = 0;
-            if (!heavy_first) {
-                const int group = item / (hbg * qblocks), hb0 = group * hbg;
-                const int in_group = item - hb0 * qblocks, size = min(hbg, hbs - hb0);
-                hb = hb0 + in_group % size;
-                rank = in_group / size;
-            } else if (item < hbs) {
-                hb = item;
-            } else {
-                const int rest = item - hbs, ranks = qblocks - 1;
+            // With heavy_first, items [0, hbs) are the pairs' first blocks and the groups hold the rest.
+            const int skipped = heavy_first ? 1 : 0, first = skipped * hbs, ranks = qblocks - skipped;
+            int hb = item, rank = 0;
+            if (item >= first) {
+                const int rest = item - first;
                 const int group = rest / (hbg * ranks), hb0 = group * hbg;
                 const int in_group = rest - hb0 * ranks, size = min(hbg, hbs - hb0);
                 hb = hb0 + in_group % size;
-                rank = 1 + in_group / size;
+                rank = skipped + in_group / size;
             }
             h = hb % p.heads;
             b = hb / p.heads;
