@@ -73,6 +73,8 @@ AttnParams make_params(const AttentionArgs& a) {
     p.mask_batch = a.mask.mask_batch;
     p.mask_heads = a.mask.mask_heads;
     p.fill3 = a.mask.fill3;
+    p.longest_row = a.mask.longest_row;
+    p.mean_row = a.mask.mean_row;
     p.key_valid = a.key_valid;
     p.work_queue = a.work_queue;
     p.kv_words = (a.seq_k + 63) / 64;

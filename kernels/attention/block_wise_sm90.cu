@@ -69,9 +69,10 @@ const char* refusal(const AttnParams& p, ElemType e, int head_dim, TensorMaps& m
 }
 
 // `sms`: the current device's multiprocessors.
-template <typename T, int D, int C> cudaError_t launch(const AttnParams& p, const TensorMaps& m, int sms, cudaStream_t stream) {
-    using Tr = Sm90Traits<D, C>;
-    constexpr auto kernel = block_wise_sm90_kernel<T, D, C>;
+template <typename T, int D, int C, bool SPLIT = false>
+cudaError_t launch(const AttnParams& p, const TensorMaps& m, int sms, cudaStream_t stream) {
+    using Tr = Sm90Traits<D, C, SPLIT>;
+    constexpr auto kernel = block_wise_sm90_kernel<T, D, C, SPLIT>;
     int dev = 0;
     cudaError_t e = configure_shared_memory<kernel>(Tr::SMEM_BYTES, dev);
     if (e != cudaSuccess) return e;
@@ -125,13 +126,29 @@ cudaError_t launch_block_wise_sm90(const AttnParams& p, ElemType e, int head_dim
     constexpr int BM3 = Sm90Traits<64, 3>::BM;
     const int64_t items3 = static_cast<int64_t>((p.seq_q + BM3 - 1) / BM3) * p.heads * p.batch;
     constexpr float kMinFill128 = 0.85f;  // SparseMaskView::fill3 that takes three consumers at D 128
-    if (p.tile_m == 64 && items3 >= sms && (head_dim == 64 || p.fill3 >= kMinFill128)) {
-        if (head_dim == 64)
+    const bool three = p.tile_m == 64 && items3 >= sms && (head_dim == 64 || p.fill3 >= kMinFill128);
+    // At D 64 with 64-row tiles, the kernel that shares long tile rows among its consumers where
+    // the longest tile row outlasts a consumer's share of all the work (the grid's C consumers
+    // per multiprocessor): at batch 1 a global row is otherwise one consumer's whole walk.
+    const int consumers = three ? 3 : 2;
+    const bool split = head_dim == 64 && p.tile_m == 64 && p.longest_row >= Sm90Traits<64, 2, true>::SPLIT_MIN &&
+                       static_cast<double>(p.longest_row) * sms * consumers >
+                           static_cast<double>(p.mean_row) * p.tile_rows * p.heads * p.batch;
+    if (three) {
+        if (head_dim == 64) {
+            if (split)
+                return bf16 ? launch<__nv_bfloat16, 64, 3, true>(p, m, sms, stream)
+                            : launch<__half, 64, 3, true>(p, m, sms, stream);
             return bf16 ? launch<__nv_bfloat16, 64, 3>(p, m, sms, stream) : launch<__half, 64, 3>(p, m, sms, stream);
+        }
         return bf16 ? launch<__nv_bfloat16, 128, 3>(p, m, sms, stream) : launch<__half, 128, 3>(p, m, sms, stream);
     }
-    if (head_dim == 64)
+    if (head_dim == 64) {
+        if (split)
+            return bf16 ? launch<__nv_bfloat16, 64, 2, true>(p, m, sms, stream)
+                        : launch<__half, 64, 2, true>(p, m, sms, stream);
         return bf16 ? launch<__nv_bfloat16, 64, 2>(p, m, sms, stream) : launch<__half, 64, 2>(p, m, sms, stream);
+    }
     return bf16 ? launch<__nv_bfloat16, 128, 2>(p, m, sms, stream) : launch<__half, 128, 2>(p, m, sms, stream);
 }
 

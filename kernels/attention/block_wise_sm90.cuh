@@ -14,7 +14,10 @@
 //     lists, ascending; one list for a tile_m = 128 mask) and, per tile, writes the tile's
 //     TileInfo to the stage and issues bulk tensor copies of K and V (and bulk copies of the
 //     bitmaps of its partial 64-row parts, with K) into a STAGES-deep shared-memory ring (one mbarrier
-//     each for K and V, one for the stage being free again), then an end-of-item entry.
+//     each for K and V, one for the stage being free again), then an end-of-item entry. In the
+//     SPLIT kernel (D = 64) a tile row that lists many times the tiles of the item's other rows
+//     is shared: its first tiles are walked with the other rows, whose consumers then store
+//     their O and help with the rest; its consumer merges their parts before its store.
 //     The ring runs on across items, so the next item's tiles load while the consumers
 //     finish the current one.
 //   warpgroups 1..C: the consumers; consumer w owns query rows 64w..64w+63 (its mask
@@ -44,10 +47,12 @@
 
 namespace stof::kernels::attn {
 
-// C consumer warpgroups (2 or 3; 3 with 64-row mask tiles), 64 query rows each.
-template <int D, int C> struct Sm90Traits {
+// C consumer warpgroups (2 or 3; 3 with 64-row mask tiles), 64 query rows each. SPLIT: long
+// tile rows are shared among the consumers (see SPLIT_MIN).
+template <int D, int C, bool SPLIT = false> struct Sm90Traits {
     static_assert(D == 64 || D == 128, "block-wise sm90 attention: head_dim must be 64 or 128");
     static_assert(C == 2 || C == 3, "block-wise sm90 attention: 2 or 3 consumers");
+    static_assert(!SPLIT || D == 64, "block-wise sm90 attention: shared rows at head_dim 64 only (registers)");
     static constexpr int BM = 64 * C;  // query rows per CTA
     static constexpr int BN = 64;      // key columns per tile (mask tile_n)
     static constexpr int THREADS = 128 * (C + 1);
@@ -61,19 +66,28 @@ template <int D, int C> struct Sm90Traits {
     static constexpr int Q_OFFSET = 0;  // [buffer][consumer] Q tiles, double buffered
     static constexpr int K_OFFSET = 2 * C * TILE_BYTES;
     static constexpr int V_OFFSET = K_OFFSET + STAGES * TILE_BYTES;
-    // mbarriers: q_full[2], q_empty[2], full_k[STAGES], full_v[STAGES], empty[STAGES]
+    // mbarriers: q_full[2], q_empty[2], full_k[STAGES], full_v[STAGES], empty[STAGES], parts_full (SPLIT)
     static constexpr int BAR_OFFSET = V_OFFSET + STAGES * TILE_BYTES;
     // int4 [2]: per Q buffer the item's (head, batch, first query row); row -1 ends the loop.
-    static constexpr int ITEM_OFFSET = (BAR_OFFSET + 8 * (4 + 3 * STAGES) + 15) / 16 * 16;
+    static constexpr int ITEM_OFFSET = (BAR_OFFSET + 8 * (4 + 3 * STAGES + SPLIT) + 15) / 16 * 16;
     static constexpr int INFO_OFFSET = ITEM_OFFSET + 32;
     // Per stage, the bitmaps of the tile's partial 64-row parts: consumer w's at 512 * w.
     static constexpr int BITMAP_BYTES = 512 * C;
     static constexpr int BITMAP_OFFSET = INFO_OFFSET + 32 * STAGES;
-    static constexpr int SMEM_BYTES = BITMAP_OFFSET + BITMAP_BYTES * STAGES + 1024;  // + alignment slack
+    // SPLIT: where one 64-row tile row of an item lists at least SPLIT_MIN tiles and 4 times as
+    // many as each other row, the other consumers help with it after their own rows. Each
+    // helper leaves its part of the row's softmax state (o, m, l: PARTIAL_FLOATS per thread,
+    // thread-major) at PARTIAL_OFFSET + its slot.
+    static constexpr int SPLIT_MIN = 16;
+    static constexpr int PARTIAL_FLOATS = D / 2 + 4;
+    static constexpr int PARTIAL_BYTES = SPLIT ? C * PARTIAL_FLOATS * 128 * 4 : 0;
+    static constexpr int PARTIAL_OFFSET = BITMAP_OFFSET + BITMAP_BYTES * STAGES;
+    static constexpr int SMEM_BYTES = PARTIAL_OFFSET + PARTIAL_BYTES + 1024;  // + alignment slack
     static constexpr int CONSUMER_THREADS = 128 * C;
-    // Registers per thread after setmaxnreg: the producer warpgroup gives what the consumers take.
-    static constexpr int PRODUCER_REGS = C == 2 ? 40 : 32;
-    static constexpr int CONSUMER_REGS = C == 2 ? 232 : 160;
+    // Registers per thread after setmaxnreg: the producer warpgroup gives what the consumers take
+    // (56 for the producer's walk of a shared row with three consumers).
+    static constexpr int PRODUCER_REGS = C == 2 ? 40 : SPLIT ? 56 : 32;
+    static constexpr int CONSUMER_REGS = C == 2 ? 232 : SPLIT ? 152 : 160;
     // setmaxnreg moves registers within what the CTA got at launch (65536 / THREADS per
     // thread, in multiples of 8): a consumer asking for more would wait forever.
     static constexpr int LAUNCH_REGS = 65536 / THREADS / 8 * 8;
@@ -81,21 +95,29 @@ template <int D, int C> struct Sm90Traits {
                   "block-wise sm90 attention: registers");
     static_assert(SMEM_BYTES <= 227 * 1024, "block-wise sm90 attention: shared memory");
     static_assert(BITMAP_OFFSET % 16 == 0, "block-wise sm90 attention: bulk copies need 16-byte alignment");
+    // The ring holds fewer entries than a shared row's item, so a helper cannot reach the end of
+    // the next such item, and overwrite its slot, before the owner has merged it.
+    static_assert(SPLIT_MIN > STAGES, "block-wise sm90 attention: SPLIT_MIN must exceed STAGES");
 };
 
 // What the producer tells the consumers about the tile in a stage.
 struct TileInfo {
-    int col;                  // tile column; INT_MAX: the list is done
-    int bm[3];                // per consumer: -2 not listed, -1 full, >= 0 bitmap index
+    int col;                  // tile column; INT_MAX: the end of a list
+    int bm[3];                // per consumer: -2 not listed, -1 full, >= 0 bitmap index; at an end, SPLIT only: an EndOf
     unsigned long long cols;  // keys valid and < seq_k (bit c = column c of the tile)
 };
 
-template <typename T, int D, int C>
-__global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
+// In the SPLIT kernel, what an end entry (col == INT_MAX) is to consumer c (TileInfo::bm[c]):
+// the end of its walk (kEnd: store O; kMerge: merge its helpers' parts of its long row, then
+// store O; kHelp0 - r: store O, then help with row r), or -2 where its own long row goes on.
+enum EndOf : int { kEnd = -3, kMerge = -4, kHelp0 = -5 };
+
+template <typename T, int D, int C, bool SPLIT>
+__global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
     block_wise_sm90_kernel(const __grid_constant__ AttnParams p, const __grid_constant__ CUtensorMap tq,
                            const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv,
                            const __grid_constant__ CUtensorMap to, int hb_group) {
-    using Tr = Sm90Traits<D, C>;
+    using Tr = Sm90Traits<D, C, SPLIT>;
     constexpr int STAGES = Tr::STAGES, TILE = Tr::TILE_BYTES, BOX = Tr::BOX_BYTES;
     extern __shared__ unsigned char smem_raw[];
     unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
@@ -105,6 +127,8 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
     auto full_k = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (4 + s); };
     auto full_v = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (4 + STAGES + s); };
     auto empty = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (4 + 2 * STAGES + s); };
+    // The helpers' parts of a shared row are in shared memory (one phase per shared row).
+    [[maybe_unused]] const uint32_t parts_full = sbase + Tr::BAR_OFFSET + 8 * (4 + 3 * STAGES);
     TileInfo* info = reinterpret_cast<TileInfo*>(smem + Tr::INFO_OFFSET);
     int4* item_of_buffer = reinterpret_cast<int4*>(smem + Tr::ITEM_OFFSET);
 
@@ -124,6 +148,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
             sm90::mbar_init(full_v(s), 1);
             sm90::mbar_init(empty(s), Tr::CONSUMER_THREADS);
         }
+        if constexpr (SPLIT) sm90::mbar_init(parts_full, Tr::CONSUMER_THREADS - 128);
         sm90::fence_mbar_init();
     }
     __syncthreads();
@@ -223,8 +248,34 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
             const unsigned long long* kv_row = p.key_valid ? reinterpret_cast<const unsigned long long*>(p.key_valid) +
                                                                  static_cast<int64_t>(b) * p.kv_words
                                                            : nullptr;
+            // The long row (SPLIT): part 0 walks its first `cut` tiles (as many as the longest
+            // other row lists) with the other rows and ends with an entry that sends the other
+            // consumers to help; part 1 gives the rest of it to the consumers in turn.
+            int long_row = -1, long_end = 0;
+            if constexpr (SPLIT) {
+                if (!shared_list) {
+                    int longest = lists[0].end - lists[0].pos, cut = 0;
+                    long_row = 0;
+#pragma unroll
+                    for (int c = 1; c < C; ++c) {
+                        const int n = lists[c].end - lists[c].pos;
+                        cut = max(cut, min(n, longest));
+                        if (n > longest) {
+                            longest = n;
+                            long_row = c;
+                        }
+                    }
+                    if (longest < Tr::SPLIT_MIN || longest < 4 * cut) long_row = -1;
+#pragma unroll
+                    for (int c = 0; c < C; ++c)
+                        if (c == long_row) {
+                            long_end = lists[c].end;
+                            lists[c].init(p, lists[c].pos, lists[c].pos + cut);
+                        }
+                }
+            }
 
-            for (;;) {
+            for (int part = 0, turn = 0;;) {
                 TileInfo t;
                 t.col = lists[0].col;
 #pragma unroll
@@ -240,6 +291,19 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
                     if (kv_row) t.cols = __ldg(kv_row + t.col);
                     const int rem = p.seq_k - t.col * Tr::BN;
                     if (rem < Tr::BN) t.cols &= (1ull << rem) - 1;
+                    if (SPLIT && part == 1) {  // the long row's tile goes to consumer `turn`
+                        const int bm = max(t.bm[0], max(t.bm[1], t.bm[2]));
+#pragma unroll
+                        for (int c = 0; c < C; ++c) t.bm[c] = c == turn ? bm : -2;
+                        if (++turn == C) turn = 0;
+                    }
+                }
+                if (SPLIT && t.col == INT_MAX) {
+#pragma unroll
+                    for (int c = 0; c < 3; ++c)
+                        t.bm[c] = long_row < 0 ? kEnd
+                                  : part == 0  ? (c == long_row ? -2 : kHelp0 - long_row)
+                                               : (c == long_row ? kMerge : kEnd);
                 }
                 sm90::mbar_wait(empty(s), phase ^ 1);
                 info[s] = t;
@@ -273,7 +337,12 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
                     s = 0;
                     phase ^= 1;
                 }
-                if (t.col == INT_MAX) break;
+                if (t.col != INT_MAX) continue;
+                if (!SPLIT || long_row < 0 || part == 1) break;
+                part = 1;  // the other rows are done
+#pragma unroll
+                for (int c = 0; c < C; ++c)
+                    if (c == long_row) lists[c].init(p, lists[c].end, long_end);
             }
         }
         return;
@@ -295,21 +364,25 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
     uint32_t qf[Tr::Q_SHARED ? 1 : D / 16][4];
 
     // Waits for the stages in order from (s, phase), releasing tiles this consumer's row does
-    // not list: 1 at a listed tile (s, phase name it; not released), 0 at the end of the
-    // item's list (released, s, phase past it), -1 after max_ahead unlisted tiles (s, phase
-    // name the next stage to look at).
+    // not list: 1 at a listed tile (s, phase name it; not released), 0 at the end of this
+    // consumer's walk (SPLIT: s, phase name it, not released; else released, s, phase past it),
+    // -1 after max_ahead unlisted tiles (s, phase name the next stage to look at).
     auto next_listed = [&](int& s, uint32_t& phase, TileInfo& t, int& bm, int max_ahead) {
         for (int k = 0; k < max_ahead; ++k) {
             sm90::mbar_wait(full_k(s), phase);
             t = info[s];
             bm = info[s].bm[w];
-            if (t.col != INT_MAX && bm != -2) return 1;
+            if constexpr (SPLIT) {
+                if (bm != -2) return bm >= -1 ? 1 : 0;
+            } else if (t.col != INT_MAX && bm != -2) {
+                return 1;
+            }
             sm90::mbar_arrive(empty(s));
             if (++s == STAGES) {
                 s = 0;
                 phase ^= 1;
             }
-            if (t.col == INT_MAX) return 0;
+            if (!SPLIT && t.col == INT_MAX) return 0;
         }
         return -1;
     };
@@ -449,134 +522,186 @@ __global__ void __launch_bounds__(Sm90Traits<D, C>::THREADS, 1)
 
     int s = 0;  // the ring's next stage (and its phase), continued across work items
     uint32_t phase = 0;
+    [[maybe_unused]] float* const partial = reinterpret_cast<float*>(smem + Tr::PARTIAL_OFFSET);
+    [[maybe_unused]] uint32_t parts_phase = 0;  // of parts_full
     for (int n = 0;; ++n) {
         const int qb = n & 1;
         sm90::mbar_wait(q_full(qb), (n >> 1) & 1);
         const int4 item = item_of_buffer[qb];
         const int h = item.x, b = item.y, q0 = item.z;
         if (q0 < 0) break;
-        row0 = q0 + 64 * w + 16 * wq + g;
-        qs = sbase + Tr::Q_OFFSET + (C * qb + w) * TILE;
-        bias_h = p.bias ? static_cast<const T*>(p.bias) + h * p.bias_sh : nullptr;
-        prescale = bias_h || !(p.scale_log2 > 0.f);
-        sl = prescale ? 1.f : p.scale_log2;
+        // Part 0: this consumer's 64 rows; part 1 (SPLIT, a helper): its tiles of the item's long row `rows`.
+        for (int part = 0, rows = w;; part = 1) {
+            row0 = q0 + 64 * rows + 16 * wq + g;
+            qs = sbase + Tr::Q_OFFSET + (C * qb + rows) * TILE;
+            bias_h = p.bias ? static_cast<const T*>(p.bias) + h * p.bias_sh : nullptr;
+            prescale = bias_h || !(p.scale_log2 > 0.f);
+            sl = prescale ? 1.f : p.scale_log2;
 #pragma unroll
-        for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
-        m_r[0] = m_r[1] = -INFINITY;
-        l_r[0] = l_r[1] = 0.f;
+            for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+            m_r[0] = m_r[1] = -INFINITY;
+            l_r[0] = l_r[1] = 0.f;
 
-        // Q fragments, read once from the swizzled Q tile: S = Q K^T then streams only K
-        // from shared memory.
-        if constexpr (!Tr::Q_SHARED) {
-            const int r = 16 * wq + (lane & 15);
+            // Q fragments, read once from the swizzled Q tile: S = Q K^T then streams only K
+            // from shared memory.
+            if constexpr (!Tr::Q_SHARED) {
+                const int r = 16 * wq + (lane & 15);
 #pragma unroll
-            for (int kk = 0; kk < D / 16; ++kk) {
-                const int c = 2 * (kk & 3) + (lane >> 4);
-                ldmatrix_x4(qf[kk], qs + (kk >> 2) * BOX + r * 128 + ((c ^ (r & 7)) << 4));
+                for (int kk = 0; kk < D / 16; ++kk) {
+                    const int c = 2 * (kk & 3) + (lane >> 4);
+                    ldmatrix_x4(qf[kk], qs + (kk >> 2) * BOX + r * 128 + ((c ^ (r & 7)) << 4));
+                }
             }
-        }
 
-        TileInfo t;
-        int bm = -2;
-        if (next_listed(s, phase, t, bm, INT_MAX) == 1) {
-            // Pipelined: while PV of tile j runs, QK^T of tile j + 1 is issued first and its
-            // softmax computed; O is rescaled once PV of tile j is done.
-            float sc[32];
-            uint32_t pa[4][4];
-            float alpha[2];
-            uint32_t keep0, keep1;
-            issue_qk(sc, s);
-            load_keep(t, bm, s, keep0, keep1);
-            sm90::wgmma_wait<0>();
-            sm90::fence_regs(sc);
-            softmax(sc, t, bm, keep0, keep1, alpha);
-            pack_p(sc, pa);
-            int s2;
-            uint32_t phase2;
-            bool pending = true;  // PV of the tile in stage s is still to be done
-            for (;;) {
-                s2 = s == STAGES - 1 ? 0 : s + 1;
-                phase2 = s2 == 0 ? phase ^ 1 : phase;
-                TileInfo t2;
-                int bm2 = -2;
-                // While stage s is held, only STAGES - 1 stages ahead can fill.
-                const int found = next_listed(s2, phase2, t2, bm2, STAGES - 1);
-                if (found == 0) break;
-                if (found < 0) {
-                    // This row's next tile is further ahead than the ring reaches: finish tile j first.
+            TileInfo t;
+            int bm = -2;
+            if (next_listed(s, phase, t, bm, INT_MAX) == 1) {
+                // Pipelined: while PV of tile j runs, QK^T of tile j + 1 is issued first and its
+                // softmax computed; O is rescaled once PV of tile j is done.
+                float sc[32];
+                uint32_t pa[4][4];
+                float alpha[2];
+                uint32_t keep0, keep1;
+                issue_qk(sc, s);
+                load_keep(t, bm, s, keep0, keep1);
+                sm90::wgmma_wait<0>();
+                sm90::fence_regs(sc);
+                softmax(sc, t, bm, keep0, keep1, alpha);
+                pack_p(sc, pa);
+                int s2;
+                uint32_t phase2;
+                bool pending = true;  // PV of the tile in stage s is still to be done
+                for (;;) {
+                    s2 = s == STAGES - 1 ? 0 : s + 1;
+                    phase2 = s2 == 0 ? phase ^ 1 : phase;
+                    TileInfo t2;
+                    int bm2 = -2;
+                    // While stage s is held, only STAGES - 1 stages ahead can fill.
+                    const int found = next_listed(s2, phase2, t2, bm2, STAGES - 1);
+                    if (found == 0) break;
+                    if (found < 0) {
+                        // This row's next tile is further ahead than the ring reaches: finish tile j first.
+                        issue_pv(pa, s, phase);
+                        sm90::wgmma_wait<0>();
+                        sm90::fence_regs(o);
+                        sm90::mbar_arrive(empty(s));
+                        if (next_listed(s2, phase2, t2, bm2, INT_MAX) == 0) {
+                            pending = false;
+                            break;
+                        }
+                        issue_qk(sc, s2);
+                        load_keep(t2, bm2, s2, keep0, keep1);
+                        sm90::wgmma_wait<0>();
+                        sm90::fence_regs(sc);
+                        softmax(sc, t2, bm2, keep0, keep1, alpha);
+                        rescale_o(alpha);
+                    } else {
+                        issue_qk(sc, s2);
+                        load_keep(t2, bm2, s2, keep0, keep1);
+                        issue_pv(pa, s, phase);
+                        sm90::wgmma_wait<1>();
+                        sm90::fence_regs(sc);
+                        softmax(sc, t2, bm2, keep0, keep1, alpha);
+                        // O is rescaled only when a row maximum moved. The branch also keeps the
+                        // wait for PV after the softmax: within one block ptxas hoists it above
+                        // the exponentials.
+                        if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
+                            sm90::wgmma_wait<0>();
+                            sm90::fence_regs(o);
+                            rescale_o(alpha);
+                        } else {
+                            sm90::wgmma_wait<0>();
+                            sm90::fence_regs(o);
+                        }
+                        sm90::mbar_arrive(empty(s));
+                    }
+                    pack_p(sc, pa);
+                    s = s2;
+                    phase = phase2;
+                }
+                if (pending) {
                     issue_pv(pa, s, phase);
                     sm90::wgmma_wait<0>();
                     sm90::fence_regs(o);
                     sm90::mbar_arrive(empty(s));
-                    if (next_listed(s2, phase2, t2, bm2, INT_MAX) == 0) {
-                        pending = false;
-                        break;
-                    }
-                    issue_qk(sc, s2);
-                    load_keep(t2, bm2, s2, keep0, keep1);
-                    sm90::wgmma_wait<0>();
-                    sm90::fence_regs(sc);
-                    softmax(sc, t2, bm2, keep0, keep1, alpha);
-                    rescale_o(alpha);
-                } else {
-                    issue_qk(sc, s2);
-                    load_keep(t2, bm2, s2, keep0, keep1);
-                    issue_pv(pa, s, phase);
-                    sm90::wgmma_wait<1>();
-                    sm90::fence_regs(sc);
-                    softmax(sc, t2, bm2, keep0, keep1, alpha);
-                    // O is rescaled only when a row maximum moved. The branch also keeps the
-                    // wait for PV after the softmax: within one block ptxas hoists it above
-                    // the exponentials.
-                    if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
-                        sm90::wgmma_wait<0>();
-                        sm90::fence_regs(o);
-                        rescale_o(alpha);
-                    } else {
-                        sm90::wgmma_wait<0>();
-                        sm90::fence_regs(o);
-                    }
-                    sm90::mbar_arrive(empty(s));
                 }
-                pack_p(sc, pa);
-                s = s2;
+                s = s2;  // at (SPLIT) or past the end of this consumer's walk
                 phase = phase2;
             }
-            if (pending) {
-                issue_pv(pa, s, phase);
-                sm90::wgmma_wait<0>();
-                sm90::fence_regs(o);
-                sm90::mbar_arrive(empty(s));
-            }
-            s = s2;  // past the item's end
-            phase = phase2;
-        }
 
-        // O / l (zero for a row with nothing kept) -> this consumer's Q tile (same swizzled
-        // layout) -> tensor store (rows past seq_q are not written); the producer may then
-        // load the Q tile of work item n + 2 into it.
-        float inv[2];
+            // SPLIT: at the end entry of this consumer's walk, held until a long row's parts are merged.
+            int end = kEnd;
+            if constexpr (SPLIT) {
+                end = info[s].bm[w];
+                constexpr int PF = Tr::PARTIAL_FLOATS;
+                if (part == 1) {  // this helper's (o, m, l) of the long row, for its owner
+                    float* mine = partial + w * PF * 128 + ct;
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            l_r[r] += __shfl_xor_sync(0xffffffffu, l_r[r], 1);
-            l_r[r] += __shfl_xor_sync(0xffffffffu, l_r[r], 2);
-            inv[r] = l_r[r] > 0.f ? 1.f / l_r[r] : 0.f;
-        }
-        sm90::named_barrier(1 + w, 128);  // every warp of this consumer is done with its Q tile
-        const int r = 16 * wq + g;        // rows r and r + 8 share one swizzle
-        unsigned char* qtile = smem + Tr::Q_OFFSET + (C * qb + w) * TILE;
+                    for (int i = 0; i < D / 2; ++i) mine[i * 128] = o[i];
 #pragma unroll
-        for (int n8 = 0; n8 < D / 8; ++n8) {
-            unsigned char* at = qtile + (n8 >> 3) * BOX + r * 128 + (((n8 & 7) ^ (r & 7)) << 4) + 4 * t4;
-            *reinterpret_cast<uint32_t*>(at) = pack2<T>(o[4 * n8 + 0] * inv[0], o[4 * n8 + 1] * inv[0]);
-            *reinterpret_cast<uint32_t*>(at + 8 * 128) = pack2<T>(o[4 * n8 + 2] * inv[1], o[4 * n8 + 3] * inv[1]);
-        }
-        sm90::fence_proxy_async();
-        sm90::named_barrier(1 + w, 128);
-        if (ct == 0) {
-            for (int x = 0; x < Tr::BOXES; ++x) sm90::tma_store_4d(&to, qs + x * BOX, 64 * x, q0 + 64 * w, h, b);
-            sm90::tma_store_commit_and_wait();
-            sm90::mbar_arrive(q_empty(qb));
+                    for (int r = 0; r < 2; ++r) {
+                        mine[(D / 2 + r) * 128] = m_r[r];
+                        mine[(D / 2 + 2 + r) * 128] = l_r[r];
+                    }
+                    sm90::mbar_arrive(parts_full);
+                    parts_phase ^= 1;
+                } else if (end == kMerge) {  // the owner of the long row: merge every helper's part
+                    sm90::mbar_wait(parts_full, parts_phase);
+                    parts_phase ^= 1;
+#pragma unroll
+                    for (int c = 0; c < C; ++c) {
+                        if (c == w) continue;
+                        const float* theirs = partial + c * PF * 128 + ct;
+                        float a[2], a_c[2];
+#pragma unroll
+                        for (int r = 0; r < 2; ++r) {
+                            const float m_c = theirs[(D / 2 + r) * 128], m_new = fmaxf(m_r[r], m_c);
+                            const float base = m_new == -INFINITY ? 0.f : m_new;
+                            a[r] = exp2_approx(m_r[r] - base);
+                            a_c[r] = exp2_approx(m_c - base);
+                            l_r[r] = l_r[r] * a[r] + theirs[(D / 2 + 2 + r) * 128] * a_c[r];
+                            m_r[r] = m_new;
+                        }
+#pragma unroll
+                        for (int i = 0; i < D / 2; ++i) o[i] = o[i] * a[(i >> 1) & 1] + theirs[i * 128] * a_c[(i >> 1) & 1];
+                    }
+                }
+                sm90::mbar_arrive(empty(s));
+                if (++s == STAGES) {
+                    s = 0;
+                    phase ^= 1;
+                }
+                if (part == 1) break;
+            }
+
+            // O / l (zero for a row with nothing kept) -> this consumer's Q tile (same swizzled
+            // layout) -> tensor store (rows past seq_q are not written); the producer may then
+            // load the Q tile of work item n + 2 into it.
+            float inv[2];
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                l_r[r] += __shfl_xor_sync(0xffffffffu, l_r[r], 1);
+                l_r[r] += __shfl_xor_sync(0xffffffffu, l_r[r], 2);
+                inv[r] = l_r[r] > 0.f ? 1.f / l_r[r] : 0.f;
+            }
+            sm90::named_barrier(1 + w, 128);  // every warp of this consumer is done with its Q tile
+            const int r = 16 * wq + g;        // rows r and r + 8 share one swizzle
+            unsigned char* qtile = smem + Tr::Q_OFFSET + (C * qb + w) * TILE;
+#pragma unroll
+            for (int n8 = 0; n8 < D / 8; ++n8) {
+                unsigned char* at = qtile + (n8 >> 3) * BOX + r * 128 + (((n8 & 7) ^ (r & 7)) << 4) + 4 * t4;
+                *reinterpret_cast<uint32_t*>(at) = pack2<T>(o[4 * n8 + 0] * inv[0], o[4 * n8 + 1] * inv[0]);
+                *reinterpret_cast<uint32_t*>(at + 8 * 128) = pack2<T>(o[4 * n8 + 2] * inv[1], o[4 * n8 + 3] * inv[1]);
+            }
+            sm90::fence_proxy_async();
+            sm90::named_barrier(1 + w, 128);
+            if (ct == 0) {
+                for (int x = 0; x < Tr::BOXES; ++x) sm90::tma_store_4d(&to, qs + x * BOX, 64 * x, q0 + 64 * w, h, b);
+                sm90::tma_store_commit_and_wait();
+                sm90::mbar_arrive(q_empty(qb));
+            }
+            if (!SPLIT || end >= kMerge) break;
+            rows = kHelp0 - end;
         }
     }
 }

@@ -26,7 +26,9 @@ struct AttnParams {
     const int32_t* bitmap_idx = nullptr;
     const uint64_t* bitmaps = nullptr;
     int32_t tile_rows = 0, tile_m = 64, words_per_tile = 64, mask_batch = 1, mask_heads = 1;
-    float fill3 = 0.f;  // SparseMaskView::fill3
+    float fill3 = 0.f;        // SparseMaskView::fill3
+    int32_t longest_row = 0;  // SparseMaskView::longest_row
+    float mean_row = 0.f;     // SparseMaskView::mean_row
 
     const uint64_t* key_valid = nullptr;  // [batch, kv_words]
     int32_t kv_words = 0;

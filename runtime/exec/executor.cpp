@@ -226,6 +226,9 @@ void Executor::upload_masks() {
         v.mask_batch = m.mask_batch;
         v.mask_heads = m.mask_heads;
         v.fill3 = static_cast<float>(grouped_row_fill(m, 3));
+        const TileRowLengths lengths = tile_row_lengths(m);
+        v.longest_row = lengths.longest;
+        v.mean_row = static_cast<float>(lengths.mean);
         mask_views_.push_back(v);
         o += 4;
     }

@@ -89,6 +89,9 @@ stof::kernels::SparseMaskView upload_arrays(const stof::SparseMask& m, void** bu
     v.mask_batch = m.mask_batch;
     v.mask_heads = m.mask_heads;
     v.fill3 = static_cast<float>(stof::grouped_row_fill(m, 3));
+    const stof::TileRowLengths lengths = stof::tile_row_lengths(m);
+    v.longest_row = lengths.longest;
+    v.mean_row = static_cast<float>(lengths.mean);
     return v;
 }
 

@@ -195,6 +195,22 @@ double grouped_row_fill(const SparseMask& m, int32_t group) {
     return area > 0 ? static_cast<double>(listed) / static_cast<double>(area) : 0.0;
 }
 
+TileRowLengths tile_row_lengths(const SparseMask& m) {
+    TileRowLengths r;
+    if (m.row_ptr.size() < 2) return r;
+    const int32_t trows = m.tile_rows();
+    int64_t listed = 0;
+    for (int32_t p = 0; p < m.patterns(); ++p)
+        for (int32_t tr = 0; tr < trows; ++tr) {
+            const size_t base = static_cast<size_t>(p) * (trows + 1) + tr;
+            const int32_t n = m.row_ptr[base + 1] - m.row_ptr[base];
+            r.longest = std::max(r.longest, n);
+            listed += n;
+        }
+    r.mean = static_cast<double>(listed) / (static_cast<double>(m.patterns()) * trows);
+    return r;
+}
+
 std::vector<uint8_t> to_dense(const SparseMask& m, int32_t p) {
     std::vector<uint8_t> d(static_cast<size_t>(m.rows) * m.cols, 0);
     const int32_t trows = m.tile_rows(), wc = m.tile_n / 8;

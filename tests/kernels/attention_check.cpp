@@ -220,7 +220,9 @@ AttentionResult run_attention_case(const AttentionCase& c, std::mt19937_64& rng)
               64,
               c.mask_batch,
               c.mask_heads,
-              static_cast<float>(grouped_row_fill(mask, 3))};
+              static_cast<float>(grouped_row_fill(mask, 3)),
+              tile_row_lengths(mask).longest,
+              static_cast<float>(tile_row_lengths(mask).mean)};
     a.key_valid = valid_words.empty() ? nullptr : static_cast<const uint64_t*>(d_valid.ptr);
     a.bias = c.bias ? d_bias.ptr : nullptr;
     a.bias_stride_h = static_cast<int64_t>(SQ / fold) * (SK / fold);

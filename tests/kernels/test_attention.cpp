@@ -5,6 +5,7 @@
 #include "stof/mask_fold.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -267,6 +268,49 @@ TEST_CASE("attention: the Hopper kernel with several work items per CTA", "[gpu]
         }
 }
 
+// At D 64 and batch 1 a global tile row outlasts a consumer's share of the work, so the launcher
+// runs the SPLIT kernel, which shares a tile row of a work item that lists at least 16 tiles
+// and 4 times as many as each other row of the item among its consumers. Global rows on a band
+// at the top (also global columns), in the item's middle tile row, and two in one item (which
+// share nothing); three consumers at S 2048 (132 work items of 192 rows), two at S 1500.
+TEST_CASE("attention: the Hopper kernel shares a long tile row among its consumers", "[gpu][kernels][attention]") {
+    STOF_REQUIRE_GPU();
+    if (!stof::kernels::attention_sm90_available(64)) {
+        std::printf("STOF-SKIP: not a compute capability 9.0 GPU\n");
+        return;
+    }
+    auto rng = make_rng();
+    for (const int S : {2048, 1500})
+        for (const std::string where : {"top", "middle", "two"}) {
+            std::vector<uint8_t> keep(static_cast<size_t>(S) * S);
+            for (int i = 0; i < S; ++i) {
+                const bool global = where == "top"      ? i < 64
+                                    : where == "middle" ? i >= 64 && i < 128
+                                                        : i < 64 || (i >= 128 && i < 192);
+                for (int j = 0; j < S; ++j)
+                    keep[static_cast<size_t>(i) * S + j] = global || std::abs(i - j) <= 40 || (where == "top" && j < 64);
+            }
+            for (int variant = 0; variant < 3; ++variant) {
+                AttentionCase c;
+                c.batch = 1;
+                c.heads = 12;
+                c.kv_heads = variant == 1 ? 4 : 12;
+                c.dtype = variant == 1 ? ElemType::bf16 : ElemType::f16;
+                c.layout = variant == 2 ? Layout::bshd : Layout::bhsd;
+                c.seq_q = c.seq_k = S;
+                c.check_rows = 200;
+                c.keep = keep;
+                c.kernel = AttentionKernel::block_wise_sm90;
+                if (variant == 2) {
+                    c.valid_len = {S - 37};
+                    c.invalid_fraction = 0.05;
+                    c.bias = true;
+                }
+                check(c, where + " rows shared S=" + std::to_string(S) + " variant " + std::to_string(variant), rng);
+            }
+        }
+}
+
 // Strided masks fold (stof/mask_fold.hpp): [b, s, h, d] tensors without padding run as one
 // problem of p times the heads, batch 1 as one problem of the residues as the batch, contiguous
 // [b, h, s, d] tensors without GQA or padding as one of (batch, head) pairs, the others as one
@@ -335,6 +379,20 @@ TEST_CASE("attention: small cases for compute-sanitizer", "[gpu][kernels][attent
             c.head_dim = 80;
             check_all_kernels(c, std::string(fam) + " D80 bf16 S=" + std::to_string(S), rng);
         }
+    {  // 132 work items of 192 rows whose first tile row (global) is shared among three consumers
+        AttentionCase c;
+        c.batch = 1;
+        c.heads = c.kv_heads = 22;
+        c.seq_q = c.seq_k = 1100;
+        c.keep.assign(static_cast<size_t>(1100) * 1100, 0);
+        for (int i = 0; i < 1100; ++i)
+            for (int j = 0; j < 1100; ++j)
+                c.keep[static_cast<size_t>(i) * 1100 + j] = i < 64 || j < 64 || std::abs(i - j) <= 40;
+        c.valid_len = {1090};
+        c.check_rows = 64;
+        c.kernel = AttentionKernel::block_wise_sm90;
+        check(c, "long first row S=1100", rng);
+    }
     {  // 140 work items of 192 rows (three consumers at D 64): some Hopper CTAs run two
         AttentionCase c;
         c.batch = 1;

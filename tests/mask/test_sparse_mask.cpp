@@ -2,6 +2,8 @@
 #include "stof/sparse_mask.hpp"
 #include "test_util.hpp"
 
+#include <cstdlib>
+
 using namespace stof;
 
 namespace {
@@ -129,4 +131,24 @@ TEST_CASE("grouped_row_fill: how alike the lists of consecutive tile rows are", 
     SparseMask shape_only;
     shape_only.rows = shape_only.cols = 200;
     CHECK(grouped_row_fill(shape_only, 3) == 0.0);
+}
+
+TEST_CASE("tile_row_lengths: the longest tile row and the mean over every pattern's rows", "[cpu][mask]") {
+    // Two patterns of 100 x 100 in 8 x 8 tiles (13 tile rows and columns): a band with a global
+    // first row, and causal.
+    std::vector<uint8_t> k(2 * 100 * 100, 0);
+    int64_t listed = 0;
+    for (int i = 0; i < 100; ++i)
+        for (int j = 0; j < 100; ++j) {
+            k[static_cast<size_t>(i * 100 + j)] = i < 8 || std::abs(i - j) <= 2;
+            k[static_cast<size_t>(10000 + i * 100 + j)] = j <= i;
+        }
+    for (int tr = 0; tr < 13; ++tr) listed += (tr == 0 ? 13 : tr == 12 ? 2 : 3) + (tr + 1);
+    const TileRowLengths r = tile_row_lengths(from_dense(k.data(), 1, 2, 100, 100, 8, 8));
+    CHECK(r.longest == 13);
+    CHECK(r.mean == Catch::Approx(static_cast<double>(listed) / 26));
+    SparseMask shape_only;
+    shape_only.rows = shape_only.cols = 200;
+    CHECK(tile_row_lengths(shape_only).longest == 0);
+    CHECK(tile_row_lengths(shape_only).mean == 0.0);
 }

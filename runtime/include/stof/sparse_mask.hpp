@@ -78,6 +78,14 @@ SparseMaskStats mask_stats(const SparseMask& m);
 // that lists none or has no arrays (a run-time mask's shape).
 double grouped_row_fill(const SparseMask& m, int32_t group);
 
+// The most tiles one tile row lists, and the mean over the tile rows of every pattern; zeros
+// for a mask that has no arrays (a run-time mask's shape).
+struct TileRowLengths {
+    int32_t longest = 0;
+    double mean = 0;
+};
+TileRowLengths tile_row_lengths(const SparseMask& m);
+
 // The dense reference: keep(i, j) for pattern p as a rows × cols row-major byte array.
 std::vector<uint8_t> to_dense(const SparseMask& m, int32_t p);
 

@@ -27,6 +27,9 @@ struct SparseMaskView {
     const uint64_t* bitmaps = nullptr;
     int32_t rows = 0, cols = 0, tile_m = 64, tile_n = 64, mask_batch = 1, mask_heads = 1;
     float fill3 = 0.f;  // stof::grouped_row_fill(mask, 3); 0 when not known
+    // stof::tile_row_lengths(mask): the most tiles a tile row lists and the mean; 0 when not known
+    int32_t longest_row = 0;
+    float mean_row = 0.f;
 };
 
 // A strided 4-D tensor [batch, heads, seq, head_dim]; strides in elements, the
