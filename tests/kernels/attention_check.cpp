@@ -197,6 +197,7 @@ AttentionResult run_attention_case(const AttentionCase& c, std::mt19937_64& rng)
     upload(d_valid, valid_words);
     upload(d_bias, bias_bits);
 
+    const TileRowLengths lengths = tile_row_lengths(mask);
     kernels::AttentionArgs a;
     a.dtype = dt;
     a.batch = B;
@@ -221,8 +222,8 @@ AttentionResult run_attention_case(const AttentionCase& c, std::mt19937_64& rng)
               c.mask_batch,
               c.mask_heads,
               static_cast<float>(grouped_row_fill(mask, 3)),
-              tile_row_lengths(mask).longest,
-              static_cast<float>(tile_row_lengths(mask).mean)};
+              lengths.longest,
+              static_cast<float>(lengths.mean)};
     a.key_valid = valid_words.empty() ? nullptr : static_cast<const uint64_t*>(d_valid.ptr);
     a.bias = c.bias ? d_bias.ptr : nullptr;
     a.bias_stride_h = static_cast<int64_t>(SQ / fold) * (SK / fold);
