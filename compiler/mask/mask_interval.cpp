@@ -47,16 +47,9 @@ template <class F> Iv corners(const Iv& a, const Iv& b, F f) {
     return r;
 }
 
-// x stored as dtype t (rounding is monotone, so bounds stay bounds).
-double round_to(DType t, double x) {
-    switch (t) {
-        case DType::f32: return static_cast<float>(x);
-        case DType::f16: return f16_to_f32(f32_to_f16(static_cast<float>(x)));
-        case DType::bf16: return bf16_to_f32(f32_to_bf16(static_cast<float>(x)));
-        case DType::f64: return x;
-        default: return std::trunc(x);
-    }
-}
+// x stored as dtype t (rounding is monotone, so bounds stay bounds). The float rounding is
+// out of line: GCC 12 at -O3 vectorises an inlined f32 round trip of both bounds and drops it.
+double round_to(DType t, double x) { return is_float(t) ? round_to_float(t, x) : std::trunc(x); }
 
 Iv stored_as(DType t, const Iv& a) {
     if (t == DType::boolean || empty(a)) return a;

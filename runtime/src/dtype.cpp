@@ -106,4 +106,14 @@ float bf16_to_f32(uint16_t b) {
     return f;
 }
 
+double round_to_float(DType t, double x) {
+    switch (t) {
+        case DType::f32: return static_cast<float>(x);
+        case DType::f16: return f16_to_f32(f32_to_f16(static_cast<float>(x)));
+        case DType::bf16: return bf16_to_f32(f32_to_bf16(static_cast<float>(x)));
+        case DType::f64: return x;
+        default: STOF_FAIL("round_to_float: {} is not a float type", dtype_name(t));
+    }
+}
+
 }  // namespace stof

@@ -32,5 +32,7 @@ uint16_t f32_to_f16(float f);
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_bf16(float f);
 float bf16_to_f32(uint16_t b);
+// x stored as float dtype t and read back (round to nearest even; f64 keeps x).
+double round_to_float(DType t, double x);
 
 }  // namespace stof
