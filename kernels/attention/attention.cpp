@@ -73,10 +73,13 @@ AttnParams make_params(const AttentionArgs& a) {
     p.mask_batch = a.mask.mask_batch;
     p.mask_heads = a.mask.mask_heads;
     p.fill3 = a.mask.fill3;
+    for (const int32_t r : a.mask.long_rows)
+        if (r >= 0 && r < p.tile_rows) p.long_rows[p.long_row_count++] = r;
     p.longest_row = a.mask.longest_row;
     p.mean_row = a.mask.mean_row;
     p.key_valid = a.key_valid;
     p.work_queue = a.work_queue;
+    p.split_workspace = a.split_workspace;
     p.kv_words = (a.seq_k + 63) / 64;
     p.bias = a.bias;
     p.bias_sh = a.bias_stride_h;
@@ -129,6 +132,8 @@ std::string check_attention_args(const AttentionArgs& a, AttentionKernel kernel)
     if (kernel == AttentionKernel::block_wise_sm90 && !a.work_queue)
         return "block_wise_sm90 needs a work queue (AttentionArgs::work_queue)";
     if (a.work_queue && (reinterpret_cast<uintptr_t>(a.work_queue) & 3u)) return "work_queue is not 4-byte aligned";
+    if (a.split_workspace && (reinterpret_cast<uintptr_t>(a.split_workspace) & 15u))
+        return "split_workspace is not 16-byte aligned";
     if (kernel == AttentionKernel::row_wise && static_cast<int64_t>(a.batch) * a.heads * a.seq_q > int64_t{0x7fffffff} * 4)
         return "too many query rows for the row-wise kernel";
     return "";

@@ -6,6 +6,7 @@
 #include <cudaTypedefs.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 namespace stof::kernels::attn {
@@ -111,9 +112,10 @@ std::string sm90_refusal(const AttnParams& p, ElemType e, int head_dim) {
     return why ? why : "";
 }
 
-cudaError_t launch_block_wise_sm90(const AttnParams& p, ElemType e, int head_dim, cudaStream_t stream) {
+cudaError_t launch_block_wise_sm90(const AttnParams& params, ElemType e, int head_dim, cudaStream_t stream) {
     TensorMaps m;
-    if (refusal(p, e, head_dim, m)) return cudaErrorNotSupported;
+    if (refusal(params, e, head_dim, m)) return cudaErrorNotSupported;
+    AttnParams p = params;
     const bool bf16 = e == ElemType::bf16;
     // Three consumer warpgroups with 64-row mask tiles when their larger work items still give
     // every multiprocessor one, at head dim 128 only when the three tile rows of an item list
@@ -134,6 +136,19 @@ cudaError_t launch_block_wise_sm90(const AttnParams& p, ElemType e, int head_dim
     const bool split = head_dim == 64 && p.tile_m == 64 && p.longest_row >= Sm90Traits<64, 2, true>::SPLIT_MIN &&
                        static_cast<double>(p.longest_row) * sms * consumers >
                            static_cast<double>(p.mean_row) * p.tile_rows * p.heads * p.batch;
+    // With a split workspace, the long rows the mask lists are shared with other CTAs too: each
+    // has `slices` pieces besides its own item's, walked by slice items of about a consumer's
+    // share of all the work per consumer (at least 2 tiles per consumer), as many as the
+    // workspace's slots hold.
+    p.slices = 0;
+    if (split && p.split_workspace && p.long_row_count > 0) {
+        const int64_t hbs = static_cast<int64_t>(p.heads) * p.batch;
+        const double share = static_cast<double>(p.mean_row) * p.tile_rows * hbs / (static_cast<double>(sms) * consumers);
+        int64_t n = static_cast<int64_t>(std::ceil(p.longest_row / (consumers * std::max(share, 1.0)))) - 1;
+        n = std::min<int64_t>(n, p.longest_row / (2 * consumers));
+        n = std::min<int64_t>(n, Sm90Traits<64, 2, true>::SPLIT_SLOTS / (hbs * p.long_row_count));
+        p.slices = static_cast<int32_t>(std::max<int64_t>(n, 0));
+    }
     if (three) {
         if (head_dim == 64) {
             if (split)

@@ -17,7 +17,11 @@
 //     each for K and V, one for the stage being free again), then an end-of-item entry. In the
 //     SPLIT kernel (D = 64) a tile row that lists many times the tiles of the item's other rows
 //     is shared: its first tiles are walked with the other rows, whose consumers then store
-//     their O and help with the rest; its consumer merges their parts before its store.
+//     their O and help with the rest; its consumer merges their parts before its store. With a
+//     split workspace, the rest of a long row the mask lists (AttnParams::long_rows) is cut in
+//     pieces: the owning item keeps the first, and slice items (drawn before every other item)
+//     walk one each with all their consumers and leave its merged (o, m, l) in a slot of the
+//     workspace; the owning item's consumer waits for its row's counter and merges them too.
 //     The ring runs on across items, so the next item's tiles load while the consumers
 //     finish the current one.
 //   warpgroups 1..C: the consumers; consumer w owns query rows 64w..64w+63 (its mask
@@ -66,10 +70,12 @@ template <int D, int C, bool SPLIT = false> struct Sm90Traits {
     static constexpr int Q_OFFSET = 0;  // [buffer][consumer] Q tiles, double buffered
     static constexpr int K_OFFSET = 2 * C * TILE_BYTES;
     static constexpr int V_OFFSET = K_OFFSET + STAGES * TILE_BYTES;
-    // mbarriers: q_full[2], q_empty[2], full_k[STAGES], full_v[STAGES], empty[STAGES], parts_full (SPLIT)
+    // mbarriers: q_full[2], q_empty[2], full_k[STAGES], full_v[STAGES], empty[STAGES], and in SPLIT
+    // parts_full, parts_empty
     static constexpr int BAR_OFFSET = V_OFFSET + STAGES * TILE_BYTES;
-    // int4 [2]: per Q buffer the item's (head, batch, first query row); row -1 ends the loop.
-    static constexpr int ITEM_OFFSET = (BAR_OFFSET + 8 * (4 + 3 * STAGES + SPLIT) + 15) / 16 * 16;
+    // int4 [2]: per Q buffer the item's (head, batch, first query row, parts: see
+    // slice_item_code); row -1 ends the loop.
+    static constexpr int ITEM_OFFSET = (BAR_OFFSET + 8 * (4 + 3 * STAGES + 2 * SPLIT) + 15) / 16 * 16;
     static constexpr int INFO_OFFSET = ITEM_OFFSET + 32;
     // Per stage, the bitmaps of the tile's partial 64-row parts: consumer w's at 512 * w.
     static constexpr int BITMAP_BYTES = 512 * C;
@@ -81,6 +87,13 @@ template <int D, int C, bool SPLIT = false> struct Sm90Traits {
     static constexpr int SPLIT_MIN = 16;
     static constexpr int PARTIAL_FLOATS = D / 2 + 4;
     static constexpr int PARTIAL_BYTES = SPLIT ? C * PARTIAL_FLOATS * 128 * 4 : 0;
+    // SPLIT with slice items (AttnParams::slices): the rest of a listed long row is shared with
+    // other CTAs, each of which leaves its part in a slot of AttnParams::split_workspace:
+    // uint32 counters [SPLIT_SLOTS] (per long row of a (head, batch): its parts left), then
+    // parts [SPLIT_SLOTS][PARTIAL_FLOATS][128] fp32.
+    static constexpr int SPLIT_SLOTS = 256;
+    static constexpr int SLOT_BYTES = PARTIAL_FLOATS * 128 * 4;
+    static constexpr int SLOTS_OFFSET = 4 * SPLIT_SLOTS;
     static constexpr int PARTIAL_OFFSET = BITMAP_OFFSET + BITMAP_BYTES * STAGES;
     static constexpr int SMEM_BYTES = PARTIAL_OFFSET + PARTIAL_BYTES + 1024;  // + alignment slack
     static constexpr int CONSUMER_THREADS = 128 * C;
@@ -95,10 +108,40 @@ template <int D, int C, bool SPLIT = false> struct Sm90Traits {
                   "block-wise sm90 attention: registers");
     static_assert(SMEM_BYTES <= 227 * 1024, "block-wise sm90 attention: shared memory");
     static_assert(BITMAP_OFFSET % 16 == 0, "block-wise sm90 attention: bulk copies need 16-byte alignment");
-    // The ring holds fewer entries than a shared row's item, so a helper cannot reach the end of
-    // the next such item, and overwrite its slot, before the owner has merged it.
-    static_assert(SPLIT_MIN > STAGES, "block-wise sm90 attention: SPLIT_MIN must exceed STAGES");
+    static_assert(!SPLIT || (SLOTS_OFFSET == 1024 && SLOTS_OFFSET + SPLIT_SLOTS * SLOT_BYTES <= kAttentionSplitBytes),
+                  "block-wise sm90 attention: the split workspace holds the counters in its first KiB, then the parts");
 };
+
+// The SPLIT kernel's shared row of an item whose C tile rows list len[c] tiles: the row
+// (-1: none) and `cut`, how many of its tiles are walked with the other rows (the most any
+// other row lists).
+template <int C, int SPLIT_MIN> __device__ __forceinline__ int shared_row(const int (&len)[C], int& cut) {
+    int longest = 0, row = -1;
+    cut = 0;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+        cut = max(cut, min(len[c], longest));
+        if (len[c] > longest) {
+            longest = len[c];
+            row = c;
+        }
+    }
+    return longest < SPLIT_MIN || longest < 4 * cut ? -1 : row;
+}
+
+// With `slices` slice items per shared row, the W tiles of the row after its first `cut`, in
+// slices + 1 pieces: piece 0 the owning item's (smaller by what its consumer walks before, so
+// that it ends with the others), pieces 1..slices the slice items'. Its tiles [first, last).
+template <int C> __device__ __forceinline__ void row_piece(int W, int cut, int slices, int k, int& first, int& last) {
+    const int own = max(0, (W + C * cut) / (slices + 1) - C * cut);
+    first = k == 0 ? 0 : own + (k - 1) * (W - own) / slices;
+    last = k == 0 ? own : own + k * (W - own) / slices;
+}
+
+// An item's `parts` (the fourth word of its int4): -1, or (SPLIT) for an item whose shared row
+// has pieces in slice items the row's counter (>= 0; the pieces' slots are counter * slices + k),
+// or for a slice item -2 - (4 * its slot + the consumer whose row it is).
+__device__ __forceinline__ int slice_item_code(int slot, int row) { return -2 - (4 * slot + row); }
 
 // What the producer tells the consumers about the tile in a stage.
 struct TileInfo {
@@ -127,8 +170,10 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
     auto full_k = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (4 + s); };
     auto full_v = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (4 + STAGES + s); };
     auto empty = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (4 + 2 * STAGES + s); };
-    // The helpers' parts of a shared row are in shared memory (one phase per shared row).
+    // The helpers' parts of a shared row are in shared memory, and read by its owner (one phase
+    // per shared row).
     [[maybe_unused]] const uint32_t parts_full = sbase + Tr::BAR_OFFSET + 8 * (4 + 3 * STAGES);
+    [[maybe_unused]] const uint32_t parts_empty = sbase + Tr::BAR_OFFSET + 8 * (5 + 3 * STAGES);
     TileInfo* info = reinterpret_cast<TileInfo*>(smem + Tr::INFO_OFFSET);
     int4* item_of_buffer = reinterpret_cast<int4*>(smem + Tr::ITEM_OFFSET);
 
@@ -148,7 +193,10 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
             sm90::mbar_init(full_v(s), 1);
             sm90::mbar_init(empty(s), Tr::CONSUMER_THREADS);
         }
-        if constexpr (SPLIT) sm90::mbar_init(parts_full, Tr::CONSUMER_THREADS - 128);
+        if constexpr (SPLIT) {
+            sm90::mbar_init(parts_full, Tr::CONSUMER_THREADS - 128);
+            sm90::mbar_init(parts_empty, 128);
+        }
         sm90::fence_mbar_init();
     }
     __syncthreads();
@@ -197,13 +245,18 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
             b = hb / p.heads;
             q0 = (late_first ? qblocks - 1 - rank : rank) * Tr::BM;
         };
+        // SPLIT with slice items: items [0, slices_all) are the slice items, (head, batch) major,
+        // then p.long_row_count rows, then p.slices pieces; the other items follow.
+        const int slices_all = SPLIT ? hbs * p.long_row_count * p.slices : 0, all_items = slices_all + items;
         // The work queue: CTA c's first item is c, each later one gridDim.x + the next ticket of
-        // work_queue[0]. A CTA whose draw is past the end counts itself in work_queue[1]; the last
-        // to do so, when no draw is left, sets both words back to zero for the next launch.
+        // work_queue[0]; with slice items every item is a ticket, so that a CTA whose item waits
+        // for slice items' parts waits for items already drawn. A CTA whose draw is past the end
+        // counts itself in work_queue[1]; the last to do so, when no draw is left, sets both words
+        // back to zero for the next launch.
         auto draw = [&](int n) {
-            if (n == 0) return static_cast<int>(blockIdx.x);
-            const int item = static_cast<int>(gridDim.x + atomicAdd(p.work_queue, 1u));
-            if (item >= items) {
+            if (n == 0 && slices_all == 0) return static_cast<int>(blockIdx.x);
+            const int item = static_cast<int>((slices_all ? 0u : gridDim.x) + atomicAdd(p.work_queue, 1u));
+            if (item >= all_items) {
                 __threadfence();  // this CTA's last draw before its count
                 if (atomicAdd(p.work_queue + 1, 1u) == gridDim.x - 1) {
                     atomicExch(p.work_queue, 0u);
@@ -215,29 +268,76 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
         sm90::prefetch_tmap(&tq);
         sm90::prefetch_tmap(&tk);
         sm90::prefetch_tmap(&tv);
+        auto pattern_rows = [&] {
+            const int pat = (p.mask_batch == 1 ? 0 : b) * p.mask_heads + (p.mask_heads == 1 ? 0 : h);
+            return p.row_ptr + pat * (p.tile_rows + 1);
+        };
         int s = 0;
         uint32_t phase = 0;
         for (int n = 0;; ++n) {
             const int qb = n & 1;
             sm90::mbar_wait(q_empty(qb), ((n >> 1) & 1) ^ 1);  // the O of item n - 2 is stored
-            const int item = draw(n);
-            if (item >= items) {
+            // A slice item: its row's consumer and tiles [slice_first, slice_last) of col_idx;
+            // passed over where its row is not the shared row of its item in this pattern.
+            int item = 0, slice_row = -1, slice_first = 0, slice_last = 0;
+            for (int again = 0;; again = 1) {
+                item = draw(n + again);
+                if (!SPLIT || item >= all_items || item >= slices_all) break;
+                const int per_hb = p.long_row_count * p.slices, hb = item / per_hb, j = item % per_hb / p.slices;
+                int r = p.long_rows[0];  // p.long_rows[j], without a local copy of the array
+#pragma unroll
+                for (int x = 1; x < kMaskLongRows; ++x)
+                    if (x == j) r = p.long_rows[x];
+                const int tr0 = r - r % C;
+                h = hb % p.heads;
+                b = hb / p.heads;
+                q0 = tr0 * 64;
+                const int32_t* rp = pattern_rows();
+                int len[C], cut = 0;
+#pragma unroll
+                for (int c = 0; c < C; ++c) len[c] = tr0 + c < p.tile_rows ? __ldg(rp + tr0 + c + 1) - __ldg(rp + tr0 + c) : 0;
+                if (shared_row<C, Tr::SPLIT_MIN>(len, cut) != r - tr0) continue;
+                const int start = __ldg(rp + r) + cut;
+                int first = 0, last = 0;
+                row_piece<C>(__ldg(rp + r + 1) - start, cut, p.slices, item % p.slices + 1, first, last);
+                slice_row = r - tr0;
+                slice_first = start + first;
+                slice_last = start + last;
+                break;
+            }
+            if (item >= all_items) {
                 item_of_buffer[qb] = make_int4(0, 0, -1, 0);
                 sm90::mbar_arrive(q_full(qb));
                 break;
             }
-            decode(item);
-            item_of_buffer[qb] = make_int4(h, b, q0, 0);
+            if (slice_row < 0) decode(item - slices_all);
             const int hk = h / p.group;
-            sm90::mbar_arrive_expect_tx(q_full(qb), C * TILE);
-            for (int w = 0; w < C; ++w)
-                for (int x = 0; x < Tr::BOXES; ++x)
-                    sm90::tma_load_4d(sbase + Tr::Q_OFFSET + (C * qb + w) * TILE + x * BOX, &tq, q_full(qb), 64 * x,
-                                      q0 + 64 * w, h, b);
-
-            const int pat = (p.mask_batch == 1 ? 0 : b) * p.mask_heads + (p.mask_heads == 1 ? 0 : h);
-            const int32_t* rp = p.row_ptr + pat * (p.tile_rows + 1);
+            const int32_t* rp = pattern_rows();
             const int tr0 = q0 / p.tile_m;
+            // SPLIT: an item whose shared row is a listed long row leaves the rest of it after
+            // piece 0 to slice items.
+            int parts = -1;
+            if constexpr (SPLIT) {
+                if (slice_row >= 0) parts = slice_item_code(item, slice_row);
+                for (int j = 0; j < p.long_row_count && slices_all > 0 && slice_row < 0; ++j) {
+                    const int r = p.long_rows[j];
+                    if (r - r % C != tr0) continue;
+                    int len[C], cut = 0;
+#pragma unroll
+                    for (int c = 0; c < C; ++c)
+                        len[c] = tr0 + c < p.tile_rows ? __ldg(rp + tr0 + c + 1) - __ldg(rp + tr0 + c) : 0;
+                    if (shared_row<C, Tr::SPLIT_MIN>(len, cut) == r - tr0) parts = (b * p.heads + h) * p.long_row_count + j;
+                }
+            }
+            item_of_buffer[qb] = make_int4(h, b, q0, parts);
+            // A slice item reads only its row's Q.
+            sm90::mbar_arrive_expect_tx(q_full(qb), (slice_row < 0 ? C : 1) * TILE);
+            for (int w = 0; w < C; ++w)
+                if (slice_row < 0 || w == slice_row)
+                    for (int x = 0; x < Tr::BOXES; ++x)
+                        sm90::tma_load_4d(sbase + Tr::Q_OFFSET + (C * qb + w) * TILE + x * BOX, &tq, q_full(qb), 64 * x,
+                                          q0 + 64 * w, h, b);
+
             TileList lists[C];  // per consumer that walks its own list
 #pragma unroll
             for (int c = 0; c < C; ++c) {
@@ -250,32 +350,35 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                                                            : nullptr;
             // The long row (SPLIT): part 0 walks its first `cut` tiles (as many as the longest
             // other row lists) with the other rows and ends with an entry that sends the other
-            // consumers to help; part 1 gives the rest of it to the consumers in turn.
+            // consumers to help; part 1 gives the rest of it (with slice items, piece 0 of the
+            // rest) to the consumers in turn. A slice item is part 1 of its piece alone.
             int long_row = -1, long_end = 0;
             if constexpr (SPLIT) {
-                if (!shared_list) {
-                    int longest = lists[0].end - lists[0].pos, cut = 0;
-                    long_row = 0;
+                if (slice_row >= 0) {
+                    long_row = slice_row;
 #pragma unroll
-                    for (int c = 1; c < C; ++c) {
-                        const int n = lists[c].end - lists[c].pos;
-                        cut = max(cut, min(n, longest));
-                        if (n > longest) {
-                            longest = n;
-                            long_row = c;
-                        }
-                    }
-                    if (longest < Tr::SPLIT_MIN || longest < 4 * cut) long_row = -1;
+                    for (int c = 0; c < C; ++c)
+                        lists[c].init(p, c == slice_row ? slice_first : 0, c == slice_row ? slice_last : 0);
+                } else if (!shared_list) {
+                    int len[C], cut = 0;
+#pragma unroll
+                    for (int c = 0; c < C; ++c) len[c] = lists[c].end - lists[c].pos;
+                    long_row = shared_row<C, Tr::SPLIT_MIN>(len, cut);
 #pragma unroll
                     for (int c = 0; c < C; ++c)
                         if (c == long_row) {
                             long_end = lists[c].end;
+                            if (parts >= 0) {  // piece 0
+                                int first = 0, last = 0;
+                                row_piece<C>(len[c] - cut, cut, p.slices, 0, first, last);
+                                long_end = lists[c].pos + cut + last;
+                            }
                             lists[c].init(p, lists[c].pos, lists[c].pos + cut);
                         }
                 }
             }
 
-            for (int part = 0, turn = 0;;) {
+            for (int part = slice_row >= 0 ? 1 : 0, turn = 0;;) {
                 TileInfo t;
                 t.col = lists[0].col;
 #pragma unroll
@@ -530,8 +633,11 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
         const int4 item = item_of_buffer[qb];
         const int h = item.x, b = item.y, q0 = item.z;
         if (q0 < 0) break;
-        // Part 0: this consumer's 64 rows; part 1 (SPLIT, a helper): its tiles of the item's long row `rows`.
-        for (int part = 0, rows = w;; part = 1) {
+        // SPLIT: a slice item's slot and row (-1: not a slice item).
+        const int slice = SPLIT && item.w <= -2 ? -2 - item.w : -1, slice_row = slice < 0 ? -1 : slice & 3;
+        // Part 0: this consumer's 64 rows; part 1 (SPLIT, a helper): its tiles of the item's long row
+        // `rows`, in a slice item from the start.
+        for (int part = slice_row >= 0 && slice_row != w, rows = slice_row >= 0 ? slice_row : w;; part = 1) {
             row0 = q0 + 64 * rows + 16 * wq + g;
             qs = sbase + Tr::Q_OFFSET + (C * qb + rows) * TILE;
             bias_h = p.bias ? static_cast<const T*>(p.bias) + h * p.bias_sh : nullptr;
@@ -634,8 +740,8 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
             if constexpr (SPLIT) {
                 end = info[s].bm[w];
                 constexpr int PF = Tr::PARTIAL_FLOATS;
-                if (part == 1) {  // this helper's (o, m, l) of the long row, for its owner
-                    float* mine = partial + w * PF * 128 + ct;
+                // Parts of the long row's softmax state, thread-major: float k of this thread's at k * 128.
+                auto put_part = [&](float* mine) {
 #pragma unroll
                     for (int i = 0; i < D / 2; ++i) mine[i * 128] = o[i];
 #pragma unroll
@@ -643,33 +749,64 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                         mine[(D / 2 + r) * 128] = m_r[r];
                         mine[(D / 2 + 2 + r) * 128] = l_r[r];
                     }
+                };
+                auto merge_part = [&](auto part_at) {  // part_at(k): float k of the part
+                    float a[2], a_c[2];
+#pragma unroll
+                    for (int r = 0; r < 2; ++r) {
+                        const float m_c = part_at(D / 2 + r), m_new = fmaxf(m_r[r], m_c);
+                        const float base = m_new == -INFINITY ? 0.f : m_new;
+                        a[r] = exp2_approx(m_r[r] - base);
+                        a_c[r] = exp2_approx(m_c - base);
+                        l_r[r] = l_r[r] * a[r] + part_at(D / 2 + 2 + r) * a_c[r];
+                        m_r[r] = m_new;
+                    }
+#pragma unroll
+                    for (int i = 0; i < D / 2; ++i) o[i] = o[i] * a[(i >> 1) & 1] + part_at(i) * a_c[(i >> 1) & 1];
+                };
+                uint32_t* const counters = static_cast<uint32_t*>(p.split_workspace);
+                float* const slots = reinterpret_cast<float*>(static_cast<unsigned char*>(p.split_workspace) + Tr::SLOTS_OFFSET);
+                if (part == 1) {
+                    // This helper's (o, m, l) of the long row, for its owner, once the owner has read its last.
+                    sm90::mbar_wait(parts_empty, parts_phase ^ 1);
+                    put_part(partial + w * PF * 128 + ct);
                     sm90::mbar_arrive(parts_full);
                     parts_phase ^= 1;
                 } else if (end == kMerge) {  // the owner of the long row: merge every helper's part
                     sm90::mbar_wait(parts_full, parts_phase);
                     parts_phase ^= 1;
 #pragma unroll
-                    for (int c = 0; c < C; ++c) {
-                        if (c == w) continue;
-                        const float* theirs = partial + c * PF * 128 + ct;
-                        float a[2], a_c[2];
-#pragma unroll
-                        for (int r = 0; r < 2; ++r) {
-                            const float m_c = theirs[(D / 2 + r) * 128], m_new = fmaxf(m_r[r], m_c);
-                            const float base = m_new == -INFINITY ? 0.f : m_new;
-                            a[r] = exp2_approx(m_r[r] - base);
-                            a_c[r] = exp2_approx(m_c - base);
-                            l_r[r] = l_r[r] * a[r] + theirs[(D / 2 + 2 + r) * 128] * a_c[r];
-                            m_r[r] = m_new;
+                    for (int c = 0; c < C; ++c)
+                        if (c != w) merge_part([&](int k) { return partial[(c * PF + k) * 128 + ct]; });
+                    sm90::mbar_arrive(parts_empty);
+                    if (slice >= 0) {  // a slice item's piece, for the owning item's CTA
+                        put_part(slots + static_cast<int64_t>(slice >> 2) * PF * 128 + ct);
+                        sm90::named_barrier(1 + w, 128);
+                        if (ct == 0) {
+                            __threadfence();
+                            atomicAdd(counters + (slice >> 2) / p.slices, 1u);
                         }
-#pragma unroll
-                        for (int i = 0; i < D / 2; ++i) o[i] = o[i] * a[(i >> 1) & 1] + theirs[i * 128] * a_c[(i >> 1) & 1];
+                    } else if (item.w >= 0) {  // merge the slice items' pieces of this row
+                        if (ct == 0) {
+                            while (sm90::ld_acquire(counters + item.w) < static_cast<uint32_t>(p.slices)) __nanosleep(256);
+                            counters[item.w] = 0;  // for the next launch
+                        }
+                        sm90::named_barrier(1 + w, 128);
+                        for (int k = 0; k < p.slices; ++k) {
+                            const float* theirs = slots + (static_cast<int64_t>(item.w) * p.slices + k) * PF * 128 + ct;
+                            merge_part([&](int x) { return __ldcg(theirs + x * 128); });
+                        }
                     }
                 }
                 sm90::mbar_arrive(empty(s));
                 if (++s == STAGES) {
                     s = 0;
                     phase ^= 1;
+                }
+                if (slice >= 0) {  // nothing to store: this consumer is done with the item's Q
+                    sm90::named_barrier(1 + w, 128);
+                    if (ct == 0) sm90::mbar_arrive(q_empty(qb));
+                    break;
                 }
                 if (part == 1) break;
             }

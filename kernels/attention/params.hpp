@@ -29,12 +29,19 @@ struct AttnParams {
     float fill3 = 0.f;        // SparseMaskView::fill3
     int32_t longest_row = 0;  // SparseMaskView::longest_row
     float mean_row = 0.f;     // SparseMaskView::mean_row
+    // SparseMaskView::long_rows: the first long_row_count of them (those < tile_rows).
+    int32_t long_rows[kMaskLongRows] = {-1, -1, -1, -1};
+    int32_t long_row_count = 0;
 
     const uint64_t* key_valid = nullptr;  // [batch, kv_words]
     int32_t kv_words = 0;
     const void* bias = nullptr;  // bias[h * bias_sh + i * bias_ss + j]
     int64_t bias_sh = 0, bias_ss = 0;
-    uint32_t* work_queue = nullptr;  // AttentionArgs::work_queue
+    uint32_t* work_queue = nullptr;   // AttentionArgs::work_queue
+    void* split_workspace = nullptr;  // AttentionArgs::split_workspace
+    // Set by the Hopper kernel's launcher: the pieces of each long row that slice items walk
+    // in other CTAs (0: none; needs split_workspace).
+    int32_t slices = 0;
 };
 
 AttnParams make_params(const AttentionArgs& a);

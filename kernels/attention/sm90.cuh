@@ -1,5 +1,6 @@
 // Hopper (sm_90a) primitives of the attention kernels: mbarriers, bulk tensor copies
-// (TMA), wgmma with shared-memory descriptors, register reallocation and named barriers.
+// (TMA), wgmma with shared-memory descriptors, register reallocation, named barriers and
+// acquire loads.
 //
 // wgmma m64nNk16 (one warpgroup = 4 warps, 64 rows): warp w of the group owns rows
 // 16w..16w+15; with g = lane / 4 and t = lane % 4, accumulator d[4j + e] of n8 block j is
@@ -86,6 +87,13 @@ template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
 // Barrier `id` (1..15) over `threads` threads of the CTA.
 __device__ __forceinline__ void named_barrier(int id, int threads) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// A 32-bit word of global memory, read with acquire semantics at GPU scope.
+__device__ __forceinline__ uint32_t ld_acquire(const uint32_t* p) {
+    uint32_t v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }

@@ -80,7 +80,7 @@ void Executor::release() noexcept {
     steps_.clear();
     if (lt_) cublasLtDestroy(lt_);
     lt_ = nullptr;
-    for (void** p : {&workspace_, &work_queues_, &masks_, &weights_, &arena_}) {
+    for (void** p : {&workspace_, &work_queues_, &split_workspace_, &masks_, &weights_, &arena_}) {
         if (*p) cudaFree(*p);
         *p = nullptr;
     }
@@ -229,8 +229,17 @@ void Executor::upload_masks() {
         const TileRowLengths lengths = tile_row_lengths(m);
         v.longest_row = lengths.longest;
         v.mean_row = static_cast<float>(lengths.mean);
+        static_assert(kLongRows == kernels::kMaskLongRows);
+        std::copy(lengths.long_rows.begin(), lengths.long_rows.end(), v.long_rows);
         mask_views_.push_back(v);
         o += 4;
+    }
+    // One split workspace for the attention steps, which run one after another, where a mask lists long rows.
+    if (std::any_of(mask_views_.begin(), mask_views_.end(),
+                    [](const kernels::SparseMaskView& v) { return v.long_rows[0] >= 0; })) {
+        STOF_CUDA_CHECK(cudaMalloc(&split_workspace_, kernels::kAttentionSplitBytes));
+        STOF_CUDA_CHECK(cudaMemsetAsync(split_workspace_, 0, kernels::kAttentionSplitBytes, stream_));
+        STOF_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
     // Run-time masks: buffers for the worst case (every tile partial), filled by mask_convert steps.
     runtime_masks_.resize(plan_.masks.size());
@@ -368,6 +377,7 @@ void Executor::prepare_steps() {
                     A.bias_stride_s = a.bias_stride_s;
                     A.block_m = A.mask.tile_m == 128 ? 128 : 0;
                     A.work_queue = next_queue;  // the step's problems run one after another
+                    A.split_workspace = split_workspace_;
                     next_queue += 2;
                     p.attention_kernel = static_cast<kernels::AttentionKernel>(a.kernel);  // 0, 1, 2 (plan_validate)
                     const std::string why = a.fold > 1 ? kernels::check_folded_attention_args(A, p.attention_kernel, a.fold)

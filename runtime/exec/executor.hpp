@@ -134,7 +134,8 @@ private:
     std::vector<void*> runtime_mask_memory_;
     cublasLtHandle_t lt_ = nullptr;
     void* workspace_ = nullptr;
-    void* work_queues_ = nullptr;  // two zeroed 32-bit words per attention step (AttentionArgs::work_queue)
+    void* work_queues_ = nullptr;      // two zeroed 32-bit words per attention step (AttentionArgs::work_queue)
+    void* split_workspace_ = nullptr;  // AttentionArgs::split_workspace of every attention step; where a mask has long rows
     std::vector<Prepared> steps_;
     cudaGraph_t graph_ = nullptr;
     cudaGraphExec_t graph_exec_ = nullptr;

@@ -24,7 +24,8 @@ struct stof_mask {
     stof::SparseMaskStats folded_stats;
     void* folded_buffer = nullptr;
     stof::kernels::SparseMaskView folded_view;
-    uint32_t* work_queue = nullptr;  // of the Hopper kernel (AttentionArgs::work_queue), zeroed
+    uint32_t* work_queue = nullptr;   // of the Hopper kernel (AttentionArgs::work_queue), zeroed
+    void* split_workspace = nullptr;  // AttentionArgs::split_workspace, where the mask has long rows
 };
 
 namespace {
@@ -92,6 +93,8 @@ stof::kernels::SparseMaskView upload_arrays(const stof::SparseMask& m, void** bu
     const stof::TileRowLengths lengths = stof::tile_row_lengths(m);
     v.longest_row = lengths.longest;
     v.mean_row = static_cast<float>(lengths.mean);
+    static_assert(stof::kLongRows == stof::kernels::kMaskLongRows);
+    std::copy(lengths.long_rows.begin(), lengths.long_rows.end(), v.long_rows);
     return v;
 }
 
@@ -102,6 +105,7 @@ stof_mask* upload(stof::SparseMask&& m, const stof::MaskFold& fold = {}) {
         cudaFree(h->device_buffer);
         cudaFree(h->folded_buffer);
         cudaFree(h->work_queue);
+        cudaFree(h->split_workspace);
     };
     try {
         cuda_check(cudaMalloc(&h->work_queue, 2 * sizeof(uint32_t)), "stof_mask: cudaMalloc");
@@ -112,6 +116,10 @@ stof_mask* upload(stof::SparseMask&& m, const stof::MaskFold& fold = {}) {
             h->fold = fold.period;
             h->folded_stats = stof::mask_stats(fold.mask);
             h->folded_view = upload_arrays(fold.mask, &h->folded_buffer);
+        }
+        if (h->view.long_rows[0] >= 0 || (fold.period > 1 && h->folded_view.long_rows[0] >= 0)) {
+            cuda_check(cudaMalloc(&h->split_workspace, stof::kernels::kAttentionSplitBytes), "stof_mask: cudaMalloc");
+            cuda_check(cudaMemset(h->split_workspace, 0, stof::kernels::kAttentionSplitBytes), "stof_mask: cudaMemset");
         }
     } catch (...) {
         free_buffers();
@@ -177,6 +185,7 @@ void stof_mask_destroy(stof_mask* mask) {
     cudaFree(mask->device_buffer);
     cudaFree(mask->folded_buffer);
     cudaFree(mask->work_queue);
+    cudaFree(mask->split_workspace);
     delete mask;
 }
 
@@ -225,6 +234,7 @@ stof_status stof_attention(const stof_attention_params* params, void* stream) {
         a.bias_stride_s = P.bias_stride_s;
         a.block_m = P.block_m;
         a.work_queue = P.mask->work_queue;
+        a.split_workspace = P.mask->split_workspace;
         if (P.kernel != STOF_KERNEL_AUTO && P.kernel != STOF_KERNEL_BLOCK_WISE && P.kernel != STOF_KERNEL_ROW_WISE &&
             P.kernel != STOF_KERNEL_BLOCK_WISE_SM90)
             throw InvalidArgument{"stof_attention: unknown kernel " + std::to_string(P.kernel)};

@@ -200,14 +200,22 @@ TileRowLengths tile_row_lengths(const SparseMask& m) {
     if (m.row_ptr.size() < 2) return r;
     const int32_t trows = m.tile_rows();
     int64_t listed = 0;
+    std::vector<int32_t> most(static_cast<size_t>(trows), 0);  // per tile row, over the patterns
     for (int32_t p = 0; p < m.patterns(); ++p)
         for (int32_t tr = 0; tr < trows; ++tr) {
             const size_t base = static_cast<size_t>(p) * (trows + 1) + tr;
             const int32_t n = m.row_ptr[base + 1] - m.row_ptr[base];
-            r.longest = std::max(r.longest, n);
+            most[static_cast<size_t>(tr)] = std::max(most[static_cast<size_t>(tr)], n);
             listed += n;
         }
+    r.longest = *std::max_element(most.begin(), most.end());
     r.mean = static_cast<double>(listed) / (static_cast<double>(m.patterns()) * trows);
+    std::vector<int32_t> rows;
+    for (int32_t tr = 0; tr < trows; ++tr)
+        if (most[static_cast<size_t>(tr)] >= 16 && most[static_cast<size_t>(tr)] >= 4 * r.mean) rows.push_back(tr);
+    std::stable_sort(rows.begin(), rows.end(),
+                     [&](int32_t x, int32_t y) { return most[static_cast<size_t>(x)] > most[static_cast<size_t>(y)]; });
+    for (size_t k = 0; k < rows.size() && k < r.long_rows.size(); ++k) r.long_rows[k] = rows[k];
     return r;
 }
 

@@ -223,7 +223,8 @@ AttentionResult run_attention_case(const AttentionCase& c, std::mt19937_64& rng)
               c.mask_heads,
               static_cast<float>(grouped_row_fill(mask, 3)),
               lengths.longest,
-              static_cast<float>(lengths.mean)};
+              static_cast<float>(lengths.mean),
+              {lengths.long_rows[0], lengths.long_rows[1], lengths.long_rows[2], lengths.long_rows[3]}};
     a.key_valid = valid_words.empty() ? nullptr : static_cast<const uint64_t*>(d_valid.ptr);
     a.bias = c.bias ? d_bias.ptr : nullptr;
     a.bias_stride_h = static_cast<int64_t>(SQ / fold) * (SK / fold);
@@ -232,6 +233,9 @@ AttentionResult run_attention_case(const AttentionCase& c, std::mt19937_64& rng)
     DeviceBuffer d_queue(2 * sizeof(uint32_t));
     CUDA_REQUIRE(cudaMemset(d_queue.ptr, 0, d_queue.bytes));
     a.work_queue = d_queue.as<uint32_t>();
+    DeviceBuffer d_split(kernels::kAttentionSplitBytes);
+    CUDA_REQUIRE(cudaMemset(d_split.ptr, 0, d_split.bytes));
+    a.split_workspace = d_split.ptr;
 
     const std::string why = fold > 1 ? kernels::check_folded_attention_args(a, c.kernel, fold)
                                      : kernels::check_attention_args(a, c.kernel);
@@ -252,6 +256,9 @@ AttentionResult run_attention_case(const AttentionCase& c, std::mt19937_64& rng)
     CUDA_REQUIRE(cudaMemcpy(queue, d_queue.ptr, sizeof(queue), cudaMemcpyDeviceToHost));
     CHECK(queue[0] == 0);  // the launch leaves its work queue zeroed for the next
     CHECK(queue[1] == 0);
+    std::vector<uint32_t> head(256, 1);  // and the first KiB of its split workspace
+    CUDA_REQUIRE(cudaMemcpy(head.data(), d_split.ptr, head.size() * 4, cudaMemcpyDeviceToHost));
+    CHECK(std::count(head.begin(), head.end(), 0u) == 256);
 
     AttentionResult r;
     r.sm90_refusal = refusal;

@@ -311,6 +311,63 @@ TEST_CASE("attention: the Hopper kernel shares a long tile row among its consume
         }
 }
 
+// With a split workspace the long rows the mask lists (SparseMaskView::long_rows) go on in slice
+// items of other CTAs, whose parts the owning item's CTA merges: one global row at S 4096 and
+// batch 1 (many slices, the owning item's own piece empty), per-head patterns where half the
+// heads have the row (the others pass their slice items over), batch 2 with padding and a bias,
+// and a global row beside a row as long (not shared: its slice items are passed over).
+TEST_CASE("attention: the Hopper kernel shares long tile rows with other CTAs", "[gpu][kernels][attention]") {
+    STOF_REQUIRE_GPU();
+    if (!stof::kernels::attention_sm90_available(64)) {
+        std::printf("STOF-SKIP: not a compute capability 9.0 GPU\n");
+        return;
+    }
+    auto rng = make_rng();
+    // A band of +-40 around the diagonal, and the global rows [g0, g0 + 64) (and their columns where `cols`).
+    auto band = [](int S, int g0, bool cols, bool other) {
+        std::vector<uint8_t> keep(static_cast<size_t>(S) * S);
+        for (int i = 0; i < S; ++i)
+            for (int j = 0; j < S; ++j)
+                keep[static_cast<size_t>(i) * S + j] = (i >= g0 && i < g0 + 64) || std::abs(i - j) <= 40 ||
+                                                       (cols && j >= g0 && j < g0 + 64) || (other && i >= 64 && i < 128);
+        return keep;
+    };
+    struct Shape {
+        const char* name;
+        int batch, heads, kv_heads, S, g0;
+        bool per_head, padded, other;
+        ElemType dtype;
+    };
+    for (const Shape& sh : {Shape{"one global row, S 4096", 1, 4, 4, 4096, 0, false, false, false, ElemType::f16},
+                            Shape{"global row 2, GQA", 1, 8, 2, 2048, 128, false, false, false, ElemType::bf16},
+                            Shape{"on half the heads", 1, 6, 6, 3000, 64, true, false, false, ElemType::f16},
+                            Shape{"batch 2, padded, bias", 2, 4, 4, 2048, 0, false, true, false, ElemType::bf16},
+                            Shape{"beside a row as long", 1, 4, 4, 2048, 0, false, false, true, ElemType::f16}}) {
+        AttentionCase c;
+        c.batch = sh.batch;
+        c.heads = sh.heads;
+        c.kv_heads = sh.kv_heads;
+        c.dtype = sh.dtype;
+        c.seq_q = c.seq_k = sh.S;
+        c.check_rows = 160;
+        c.kernel = AttentionKernel::block_wise_sm90;
+        const std::vector<uint8_t> with = band(sh.S, sh.g0, true, sh.other), without = band(sh.S, -64, false, false);
+        if (sh.per_head) {
+            c.mask_heads = sh.heads;
+            for (int h = 0; h < sh.heads; ++h)
+                c.keep.insert(c.keep.end(), h % 2 ? without.begin() : with.begin(), h % 2 ? without.end() : with.end());
+        } else {
+            c.keep = with;
+        }
+        if (sh.padded) {
+            c.valid_len = {sh.S - 100, sh.S - 1};
+            c.invalid_fraction = 0.05;
+            c.bias = true;
+        }
+        check(c, sh.name, rng);
+    }
+}
+
 // Strided masks fold (stof/mask_fold.hpp): [b, s, h, d] tensors without padding run as one
 // problem of p times the heads, batch 1 as one problem of the residues as the batch, contiguous
 // [b, h, s, d] tensors without GQA or padding as one of (batch, head) pairs, the others as one

@@ -147,6 +147,16 @@ TEST_CASE("tile_row_lengths: the longest tile row and the mean over every patter
     const TileRowLengths r = tile_row_lengths(from_dense(k.data(), 1, 2, 100, 100, 8, 8));
     CHECK(r.longest == 13);
     CHECK(r.mean == Catch::Approx(static_cast<double>(listed) / 26));
+    CHECK(r.long_rows[0] == -1);  // 13 tiles: fewer than 16
+    // 200 x 200 in 8 x 8 tiles (25 tile rows): a band, tile row 5 global (25 tiles) and tile row 2
+    // over the first 160 columns (20 tiles): the long rows, longest first.
+    std::vector<uint8_t> g(200 * 200, 0);
+    for (int i = 0; i < 200; ++i)
+        for (int j = 0; j < 200; ++j)
+            g[static_cast<size_t>(i * 200 + j)] = i / 8 == 5 || (i / 8 == 2 && j < 160) || std::abs(i - j) <= 2;
+    const TileRowLengths two = tile_row_lengths(from_dense(g.data(), 1, 1, 200, 200, 8, 8));
+    CHECK(two.longest == 25);
+    CHECK(two.long_rows == std::array<int32_t, kLongRows>{5, 2, -1, -1});
     SparseMask shape_only;
     shape_only.rows = shape_only.cols = 200;
     CHECK(tile_row_lengths(shape_only).longest == 0);

@@ -25,6 +25,7 @@
 //              Bits of out-of-range entries are 0.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <span>
@@ -79,10 +80,14 @@ SparseMaskStats mask_stats(const SparseMask& m);
 double grouped_row_fill(const SparseMask& m, int32_t group);
 
 // The most tiles one tile row lists, and the mean over the tile rows of every pattern; zeros
-// for a mask that has no arrays (a run-time mask's shape).
+// for a mask that has no arrays (a run-time mask's shape). long_rows: the tile rows, up to
+// kLongRows of them, longest first, that list at least 16 tiles and 4 times the mean in some
+// pattern; -1 past them.
+inline constexpr int kLongRows = 4;
 struct TileRowLengths {
     int32_t longest = 0;
     double mean = 0;
+    std::array<int32_t, kLongRows> long_rows{-1, -1, -1, -1};
 };
 TileRowLengths tile_row_lengths(const SparseMask& m);
 

@@ -19,6 +19,9 @@
 
 namespace stof::kernels {
 
+inline constexpr int kMaskLongRows = 4;                          // SparseMaskView::long_rows
+inline constexpr size_t kAttentionSplitBytes = size_t{5} << 20;  // AttentionArgs::split_workspace
+
 // Device view of a stof::SparseMask (stof/sparse_mask.hpp); arrays in device memory.
 struct SparseMaskView {
     const int32_t* row_ptr = nullptr;
@@ -30,6 +33,8 @@ struct SparseMaskView {
     // stof::tile_row_lengths(mask): the most tiles a tile row lists and the mean; 0 when not known
     int32_t longest_row = 0;
     float mean_row = 0.f;
+    // stof::tile_row_lengths(mask).long_rows: tile rows that list many times the mean; -1 past them
+    int32_t long_rows[kMaskLongRows] = {-1, -1, -1, -1};
 };
 
 // A strided 4-D tensor [batch, heads, seq, head_dim]; strides in elements, the
@@ -57,6 +62,12 @@ struct AttentionArgs {
     // Launches that may run at the same time need their own words; launches one after another
     // on a stream can share them.
     uint32_t* work_queue = nullptr;
+    // block_wise_sm90, optional: kAttentionSplitBytes of device memory, 16-byte aligned and
+    // zero-filled before the first launch that uses it (a launch leaves its first KiB zero for
+    // the next), where CTAs leave their parts of the mask's long rows (SparseMaskView::long_rows)
+    // for the CTA that owns each; nullptr: a long row stays in one CTA. Launches one after
+    // another on a stream can share it.
+    void* split_workspace = nullptr;
     // Block-wise kernel only: query rows per CTA, 64 or 128 (128 also walks two 64-row
     // mask tile rows at once); 0 picks by problem size. A tile_m = 128 mask needs 128.
     // block_wise_sm90 picks 128 or 192 rows per CTA itself; block_m = 64 makes it run block_wise.
