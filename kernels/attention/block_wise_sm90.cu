@@ -137,14 +137,15 @@ cudaError_t launch_block_wise_sm90(const AttnParams& params, ElemType e, int hea
                        static_cast<double>(p.longest_row) * sms * consumers >
                            static_cast<double>(p.mean_row) * p.tile_rows * p.heads * p.batch;
     // With a split workspace, the long rows the mask lists are shared with other CTAs too: each
-    // has `slices` pieces besides its own item's, walked by slice items of about a consumer's
-    // share of all the work per consumer (at least 2 tiles per consumer), as many as the
-    // workspace's slots hold.
+    // has `slices` pieces besides its own item's, walked by slice items of about half a
+    // consumer's share of all the work per consumer (at least 2 tiles per consumer), as many as
+    // the workspace's slots hold. (Pieces of a whole share: 8 % slower at batch 1, S 2048 on the
+    // paper's longformer mask; of two shares: 12 % slower at S 4096; docs/PERF.md.)
     p.slices = 0;
     if (split && p.split_workspace && p.long_row_count > 0) {
         const int64_t hbs = static_cast<int64_t>(p.heads) * p.batch;
         const double share = static_cast<double>(p.mean_row) * p.tile_rows * hbs / (static_cast<double>(sms) * consumers);
-        int64_t n = static_cast<int64_t>(std::ceil(p.longest_row / (consumers * std::max(share, 1.0)))) - 1;
+        int64_t n = static_cast<int64_t>(std::ceil(p.longest_row / (consumers * std::max(share / 2, 1.0)))) - 1;
         n = std::min<int64_t>(n, p.longest_row / (2 * consumers));
         n = std::min<int64_t>(n, Sm90Traits<64, 2, true>::SPLIT_SLOTS / (hbs * p.long_row_count));
         p.slices = static_cast<int32_t>(std::max<int64_t>(n, 0));

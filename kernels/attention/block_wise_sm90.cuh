@@ -8,7 +8,8 @@
 // work queue in global memory (AttnParams::work_queue), so a CTA that drew a long item draws
 // fewer. A CTA has C + 1 warpgroups:
 //   warpgroup 0, one thread: the producer. Per item it draws the item, loads the Q tile into one
-//     of two buffers (once the O of item n - 2 has left it) and publishes the item's head, batch
+//     of Q_BUFFERS (three at D 64 where shared memory holds them, else two; once the O of item
+//     n - Q_BUFFERS has left it) and publishes the item's head, batch
 //     and first query row beside it (row -1, with no Q: the consumers' loop ends), walks the
 //     listed 64-column key tiles of the item's rows (the union of the C 64-row mask tile rows'
 //     lists, ascending; one list for a tile_m = 128 mask) and, per tile, writes the tile's
@@ -34,8 +35,8 @@
 //     O / l goes back through the item's Q tile and a tensor store.
 // Registers move from the producer warpgroup to the consumers by setmaxnreg (Sm90Traits).
 //
-// Shared memory (1024-byte aligned): Q [2 buffers][C consumers][TILE] | K [STAGES][TILE] |
-// V [STAGES][TILE] | mbarriers | item [2] | TileInfo [STAGES] | bitmaps [STAGES][C][512 bytes]. A
+// Shared memory (1024-byte aligned): Q [Q_BUFFERS][C consumers][TILE] | K [STAGES][TILE] |
+// V [STAGES][TILE] | mbarriers | item [Q_BUFFERS] | TileInfo [STAGES] | bitmaps [STAGES][C][512 bytes]. A
 // TILE is 64 rows x D, stored as D / 64 boxes of 64 rows x 128 bytes in the 128-byte
 // swizzle (chunk c of row r at c ^ (r % 8)).
 #pragma once
@@ -60,23 +61,29 @@ template <int D, int C, bool SPLIT = false> struct Sm90Traits {
     static constexpr int BM = 64 * C;  // query rows per CTA
     static constexpr int BN = 64;      // key columns per tile (mask tile_n)
     static constexpr int THREADS = 128 * (C + 1);
-    static constexpr int STAGES = D == 64 ? 6 : C == 2 ? 4 : 3;
+    // K/V ring stages: at D 64 eight, so that the producer runs further ahead of short items (the
+    // SPLIT instance's helpers' parts leave room for six), else as many as shared memory holds.
+    static constexpr int STAGES = D == 64 ? (SPLIT ? 6 : 8) : C == 2 ? 4 : 3;
     // S = Q K^T reads Q from the shared Q tile (wgmma A from shared memory) instead of
     // registers where 160 registers per consumer thread leave no room for it (D = 128, C = 3).
     static constexpr bool Q_SHARED = D == 128 && C == 3;
     static constexpr int BOXES = D / 64;        // 128-byte swizzle boxes per tile row
     static constexpr int BOX_BYTES = 64 * 128;  // 64 rows x 64 elements
     static constexpr int TILE_BYTES = BOXES * BOX_BYTES;
-    static constexpr int Q_OFFSET = 0;  // [buffer][consumer] Q tiles, double buffered
-    static constexpr int K_OFFSET = 2 * C * TILE_BYTES;
+    // Q tiles of the items the producer has loaded ahead (their O leaves through them too):
+    // three where shared memory holds them, so that a short item's Q has two items' time to land.
+    static constexpr int Q_BUFFERS = D == 64 && (!SPLIT || C == 2) ? 3 : 2;
+    static constexpr int Q_OFFSET = 0;  // [buffer][consumer] Q tiles
+    static constexpr int K_OFFSET = Q_BUFFERS * C * TILE_BYTES;
     static constexpr int V_OFFSET = K_OFFSET + STAGES * TILE_BYTES;
-    // mbarriers: q_full[2], q_empty[2], full_k[STAGES], full_v[STAGES], empty[STAGES], and in SPLIT
-    // parts_full, parts_empty
+    // mbarriers: q_full[Q_BUFFERS], q_empty[Q_BUFFERS], full_k[STAGES], full_v[STAGES],
+    // empty[STAGES], and in SPLIT parts_full, parts_empty
     static constexpr int BAR_OFFSET = V_OFFSET + STAGES * TILE_BYTES;
-    // int4 [2]: per Q buffer the item's (head, batch, first query row, parts: see
+    static constexpr int RING_BAR = 2 * Q_BUFFERS;  // full_k[0]'s index
+    // int4 [Q_BUFFERS]: per Q buffer the item's (head, batch, first query row, parts: see
     // slice_item_code); row -1 ends the loop.
-    static constexpr int ITEM_OFFSET = (BAR_OFFSET + 8 * (4 + 3 * STAGES + 2 * SPLIT) + 15) / 16 * 16;
-    static constexpr int INFO_OFFSET = ITEM_OFFSET + 32;
+    static constexpr int ITEM_OFFSET = (BAR_OFFSET + 8 * (RING_BAR + 3 * STAGES + 2 * SPLIT) + 15) / 16 * 16;
+    static constexpr int INFO_OFFSET = ITEM_OFFSET + 16 * Q_BUFFERS;
     // Per stage, the bitmaps of the tile's partial 64-row parts: consumer w's at 512 * w.
     static constexpr int BITMAP_BYTES = 512 * C;
     static constexpr int BITMAP_OFFSET = INFO_OFFSET + 32 * STAGES;
@@ -165,15 +172,16 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
     extern __shared__ unsigned char smem_raw[];
     unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
     const uint32_t sbase = smem_addr(smem);
+    constexpr int QN = Tr::Q_BUFFERS, RB = Tr::RING_BAR;
     auto q_full = [&](int qb) { return sbase + Tr::BAR_OFFSET + 8 * qb; };
-    auto q_empty = [&](int qb) { return sbase + Tr::BAR_OFFSET + 8 * (2 + qb); };
-    auto full_k = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (4 + s); };
-    auto full_v = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (4 + STAGES + s); };
-    auto empty = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (4 + 2 * STAGES + s); };
+    auto q_empty = [&](int qb) { return sbase + Tr::BAR_OFFSET + 8 * (QN + qb); };
+    auto full_k = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (RB + s); };
+    auto full_v = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (RB + STAGES + s); };
+    auto empty = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (RB + 2 * STAGES + s); };
     // The helpers' parts of a shared row are in shared memory, and read by its owner (one phase
     // per shared row).
-    [[maybe_unused]] const uint32_t parts_full = sbase + Tr::BAR_OFFSET + 8 * (4 + 3 * STAGES);
-    [[maybe_unused]] const uint32_t parts_empty = sbase + Tr::BAR_OFFSET + 8 * (5 + 3 * STAGES);
+    [[maybe_unused]] const uint32_t parts_full = sbase + Tr::BAR_OFFSET + 8 * (RB + 3 * STAGES);
+    [[maybe_unused]] const uint32_t parts_empty = sbase + Tr::BAR_OFFSET + 8 * (RB + 1 + 3 * STAGES);
     TileInfo* info = reinterpret_cast<TileInfo*>(smem + Tr::INFO_OFFSET);
     int4* item_of_buffer = reinterpret_cast<int4*>(smem + Tr::ITEM_OFFSET);
 
@@ -184,7 +192,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
     auto own_list = [&](int c) { return c == 0 || !shared_list; };
 
     if (tid == 0) {
-        for (int qb = 0; qb < 2; ++qb) {
+        for (int qb = 0; qb < QN; ++qb) {
             sm90::mbar_init(q_full(qb), 1);
             sm90::mbar_init(q_empty(qb), C);
         }
@@ -275,8 +283,8 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
         int s = 0;
         uint32_t phase = 0;
         for (int n = 0;; ++n) {
-            const int qb = n & 1;
-            sm90::mbar_wait(q_empty(qb), ((n >> 1) & 1) ^ 1);  // the O of item n - 2 is stored
+            const int qb = n % QN;
+            sm90::mbar_wait(q_empty(qb), ((n / QN) & 1) ^ 1);  // the O of item n - QN is stored
             // A slice item: its row's consumer and tiles [slice_first, slice_last) of col_idx;
             // passed over where its row is not the shared row of its item in this pattern.
             int item = 0, slice_row = -1, slice_first = 0, slice_last = 0;
@@ -628,8 +636,8 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
     [[maybe_unused]] float* const partial = reinterpret_cast<float*>(smem + Tr::PARTIAL_OFFSET);
     [[maybe_unused]] uint32_t parts_phase = 0;  // of parts_full
     for (int n = 0;; ++n) {
-        const int qb = n & 1;
-        sm90::mbar_wait(q_full(qb), (n >> 1) & 1);
+        const int qb = n % QN;
+        sm90::mbar_wait(q_full(qb), (n / QN) & 1);
         const int4 item = item_of_buffer[qb];
         const int h = item.x, b = item.y, q0 = item.z;
         if (q0 < 0) break;
@@ -813,7 +821,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
 
             // O / l (zero for a row with nothing kept) -> this consumer's Q tile (same swizzled
             // layout) -> tensor store (rows past seq_q are not written); the producer may then
-            // load the Q tile of work item n + 2 into it.
+            // load the Q tile of a later work item into it.
             float inv[2];
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
