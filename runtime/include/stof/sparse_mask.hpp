@@ -81,8 +81,8 @@ double grouped_row_fill(const SparseMask& m, int32_t group);
 
 // The most tiles one tile row lists, and the mean over the tile rows of every pattern; zeros
 // for a mask that has no arrays (a run-time mask's shape). long_rows: the tile rows, up to
-// kLongRows of them, longest first, that list at least 16 tiles and 4 times the mean in some
-// pattern; -1 past them.
+// kLongRows of them, longest first, that list at least 16 tiles (the Hopper attention kernel's
+// SPLIT_MIN, which shares such rows) and 4 times the mean in some pattern; -1 past them.
 inline constexpr int kLongRows = 4;
 struct TileRowLengths {
     int32_t longest = 0;
