@@ -7,15 +7,17 @@
 // long (`heavy_first`); a persistent grid of at most one CTA per multiprocessor draws them from a
 // work queue in global memory (AttnParams::work_queue), so a CTA that drew a long item draws
 // fewer. A CTA has C + 1 warpgroups:
-//   warpgroup 0, one thread: the producer. Per item it draws the item, loads the Q tile into one
-//     of Q_BUFFERS (three at D 64 where shared memory holds them, else two; once the O of item
-//     n - Q_BUFFERS has left it) and publishes the item's head, batch
-//     and first query row beside it (row -1, with no Q: the consumers' loop ends), walks the
-//     listed 64-column key tiles of the item's rows (the union of the C 64-row mask tile rows'
-//     lists, ascending; one list for a tile_m = 128 mask) and, per tile, writes the tile's
-//     TileInfo to the stage and issues bulk tensor copies of K and V (and bulk copies of the
-//     bitmaps of its partial 64-row parts, with K) into a STAGES-deep shared-memory ring (one mbarrier
-//     each for K and V, one for the stage being free again), then an end-of-item entry. In the
+//   warpgroup 0, two threads: the producer, a planner (thread 32) and an issuer (thread 0). Per
+//     item the planner draws the item, loads the Q tile into one of Q_BUFFERS (three at D 64
+//     where shared memory holds them, else two; once the O of item n - Q_BUFFERS has left it)
+//     and publishes the item's head, batch and first query row beside it (row -1, with no Q: the
+//     consumers' loop ends), and walks the listed 64-column key tiles of the item's rows (the
+//     union of the C 64-row mask tile rows' lists, ascending; one list for a tile_m = 128 mask),
+//     putting one entry per tile, then an end-of-item entry, into a SCHED-deep schedule in shared
+//     memory. Per entry the issuer writes the tile's TileInfo to the next stage of a STAGES-deep
+//     shared-memory ring and issues bulk tensor copies of K and V (and bulk copies of the bitmaps
+//     of its partial 64-row parts, with K) into it (one mbarrier each for K and V, one for the
+//     stage being free again), so that merging the lists and issuing the copies overlap. In the
 //     SPLIT kernel (D = 64) a tile row that lists many times the tiles of the item's other rows
 //     is shared: its first tiles are walked with the other rows, whose consumers then store
 //     their O and help with the rest; its consumer merges their parts before its store. With a
@@ -36,7 +38,8 @@
 // Registers move from the producer warpgroup to the consumers by setmaxnreg (Sm90Traits).
 //
 // Shared memory (1024-byte aligned): Q [Q_BUFFERS][C consumers][TILE] | K [STAGES][TILE] |
-// V [STAGES][TILE] | mbarriers | item [Q_BUFFERS] | TileInfo [STAGES] | bitmaps [STAGES][C][512 bytes]. A
+// V [STAGES][TILE] | mbarriers | item [Q_BUFFERS] | TileInfo [STAGES] | bitmaps [STAGES][C][512 bytes] |
+// SPLIT: parts [C][PARTIAL_FLOATS][128] | schedule Entry [SCHED]. A
 // TILE is 64 rows x D, stored as D / 64 boxes of 64 rows x 128 bytes in the 128-byte
 // swizzle (chunk c of row r at c ^ (r % 8)).
 #pragma once
@@ -82,7 +85,11 @@ template <int D, int C, bool SPLIT = false> struct Sm90Traits {
     static constexpr int RING_BAR = 2 * Q_BUFFERS;  // full_k[0]'s index
     // int4 [Q_BUFFERS]: per Q buffer the item's (head, batch, first query row, parts: see
     // slice_item_code); row -1 ends the loop.
-    static constexpr int ITEM_OFFSET = (BAR_OFFSET + 8 * (RING_BAR + 3 * STAGES + 2 * SPLIT) + 15) / 16 * 16;
+    // The planner's schedule of ring entries for the issuer: SCHED entries, each with its
+    // sched_full and sched_empty mbarriers (after the others).
+    static constexpr int SCHED = 16;
+    static constexpr int SCHED_BAR = RING_BAR + 3 * STAGES + 2 * SPLIT;  // sched_full[0]'s index
+    static constexpr int ITEM_OFFSET = (BAR_OFFSET + 8 * (SCHED_BAR + 2 * SCHED) + 15) / 16 * 16;
     static constexpr int INFO_OFFSET = ITEM_OFFSET + 16 * Q_BUFFERS;
     // Per stage, the bitmaps of the tile's partial 64-row parts: consumer w's at 512 * w.
     static constexpr int BITMAP_BYTES = 512 * C;
@@ -102,12 +109,13 @@ template <int D, int C, bool SPLIT = false> struct Sm90Traits {
     static constexpr int SLOT_BYTES = PARTIAL_FLOATS * 128 * 4;
     static constexpr int SLOTS_OFFSET = 4 * SPLIT_SLOTS;
     static constexpr int PARTIAL_OFFSET = BITMAP_OFFSET + BITMAP_BYTES * STAGES;
-    static constexpr int SMEM_BYTES = PARTIAL_OFFSET + PARTIAL_BYTES + 1024;  // + alignment slack
+    static constexpr int SCHED_OFFSET = PARTIAL_OFFSET + PARTIAL_BYTES;  // Entry [SCHED]
+    static constexpr int SMEM_BYTES = SCHED_OFFSET + 32 * SCHED + 1024;  // + alignment slack
     static constexpr int CONSUMER_THREADS = 128 * C;
     // Registers per thread after setmaxnreg: the producer warpgroup gives what the consumers take
-    // (56 for the producer's walk of a shared row with three consumers).
-    static constexpr int PRODUCER_REGS = C == 2 ? 40 : SPLIT ? 56 : 32;
-    static constexpr int CONSUMER_REGS = C == 2 ? 232 : SPLIT ? 152 : 160;
+    // (56 for the planner's walk of a shared row, which spills with 40).
+    static constexpr int PRODUCER_REGS = SPLIT ? 56 : C == 2 ? 40 : 32;
+    static constexpr int CONSUMER_REGS = C == 2 ? (SPLIT ? 224 : 232) : SPLIT ? 152 : 160;
     // setmaxnreg moves registers within what the CTA got at launch (65536 / THREADS per
     // thread, in multiples of 8): a consumer asking for more would wait forever.
     static constexpr int LAUNCH_REGS = 65536 / THREADS / 8 * 8;
@@ -157,6 +165,14 @@ struct TileInfo {
     unsigned long long cols;  // keys valid and < seq_k (bit c = column c of the tile)
 };
 
+// A ring entry as the planner passes it to the issuer: the tile and the (kv head, batch) its K
+// and V are read from; kv head -1: no entries follow.
+struct Entry {
+    TileInfo t;
+    int hk, b;
+};
+static_assert(sizeof(Entry) == 32, "block-wise sm90 attention: schedule entries are 32 bytes");
+
 // In the SPLIT kernel, what an end entry (col == INT_MAX) is to consumer c (TileInfo::bm[c]):
 // the end of its walk (kEnd: store O; kMerge: merge its helpers' parts of its long row, then
 // store O; kHelp0 - r: store O, then help with row r), or -2 where its own long row goes on.
@@ -182,6 +198,9 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
     // per shared row).
     [[maybe_unused]] const uint32_t parts_full = sbase + Tr::BAR_OFFSET + 8 * (RB + 3 * STAGES);
     [[maybe_unused]] const uint32_t parts_empty = sbase + Tr::BAR_OFFSET + 8 * (RB + 1 + 3 * STAGES);
+    auto sched_full = [&](int k) { return sbase + Tr::BAR_OFFSET + 8 * (Tr::SCHED_BAR + k); };
+    auto sched_empty = [&](int k) { return sbase + Tr::BAR_OFFSET + 8 * (Tr::SCHED_BAR + Tr::SCHED + k); };
+    Entry* sched = reinterpret_cast<Entry*>(smem + Tr::SCHED_OFFSET);
     TileInfo* info = reinterpret_cast<TileInfo*>(smem + Tr::INFO_OFFSET);
     int4* item_of_buffer = reinterpret_cast<int4*>(smem + Tr::ITEM_OFFSET);
 
@@ -205,13 +224,75 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
             sm90::mbar_init(parts_full, Tr::CONSUMER_THREADS - 128);
             sm90::mbar_init(parts_empty, 128);
         }
+        for (int k = 0; k < Tr::SCHED; ++k) {
+            sm90::mbar_init(sched_full(k), 1);
+            sm90::mbar_init(sched_empty(k), 1);
+        }
         sm90::fence_mbar_init();
     }
     __syncthreads();
 
     if (wg == 0) {
         sm90::setmaxnreg_dec<Tr::PRODUCER_REGS>();
-        if (tid != 0) return;
+        if (tid == 0) {
+            // The issuer: per schedule entry, once its stage is free, the tile's TileInfo and the
+            // bulk copies of its bitmaps, K and V (an end entry completes both barriers of its stage).
+            sm90::prefetch_tmap(&tk);
+            sm90::prefetch_tmap(&tv);
+            int s = 0;
+            uint32_t phase = 0;
+            for (int e = 0;; ++e) {
+                const int k = e % Tr::SCHED;
+                sm90::mbar_wait(sched_full(k), (e / Tr::SCHED) & 1);
+                const Entry x = sched[k];
+                sm90::mbar_arrive(sched_empty(k));
+                if (x.hk < 0) return;
+                const TileInfo& t = x.t;
+                sm90::mbar_wait(empty(s), phase ^ 1);
+                info[s] = t;
+                if (t.col == INT_MAX) {
+                    // full_v completes a phase too: both barriers of a stage stay in the ring's phase.
+                    sm90::mbar_arrive(full_k(s));
+                    sm90::mbar_arrive(full_v(s));
+                } else {
+                    // The bitmaps of a partial tile travel with K: 64 words per 64 rows.
+                    const uint32_t bms = sbase + Tr::BITMAP_OFFSET + s * Tr::BITMAP_BYTES;
+                    const uint32_t wbytes = 8u * p.words_per_tile;
+                    uint32_t bm_bytes = 0;
+#pragma unroll
+                    for (int c = 0; c < C; ++c)
+                        if (t.bm[c] >= 0 && own_list(c)) bm_bytes += wbytes;
+                    sm90::mbar_arrive_expect_tx(full_k(s), TILE + bm_bytes);
+#pragma unroll
+                    for (int c = 0; c < C; ++c)
+                        if (t.bm[c] >= 0 && own_list(c))
+                            sm90::bulk_load(bms + c * wbytes, p.bitmaps + static_cast<int64_t>(t.bm[c]) * p.words_per_tile,
+                                            wbytes, full_k(s));
+                    for (int xb = 0; xb < Tr::BOXES; ++xb)
+                        sm90::tma_load_4d(sbase + Tr::K_OFFSET + s * TILE + xb * BOX, &tk, full_k(s), 64 * xb, t.col * Tr::BN,
+                                          x.hk, x.b);
+                    sm90::mbar_arrive_expect_tx(full_v(s), TILE);
+                    for (int xb = 0; xb < Tr::BOXES; ++xb)
+                        sm90::tma_load_4d(sbase + Tr::V_OFFSET + s * TILE + xb * BOX, &tv, full_v(s), 64 * xb, t.col * Tr::BN,
+                                          x.hk, x.b);
+                }
+                if (++s == STAGES) {
+                    s = 0;
+                    phase ^= 1;
+                }
+            }
+        }
+        if (tid != 32) return;
+        // The planner: draws and decodes the items, loads their Q and merges their rows' lists
+        // into schedule entries for the issuer.
+        int entries = 0;
+        auto put = [&](const TileInfo& t, int hk, int b) {
+            const int k = entries % Tr::SCHED;
+            sm90::mbar_wait(sched_empty(k), ((entries / Tr::SCHED) & 1) ^ 1);
+            sched[k] = Entry{t, hk, b};
+            sm90::mbar_arrive(sched_full(k));
+            ++entries;
+        };
         // Work items: (64 C query rows, head, batch) in groups of `hb_group` (head, batch) pairs,
         // sized by the launcher so that a group's K and V stay in L2 while the CTAs work on it (all
         // pairs in one group when they fit); within a group, the query blocks in heaviest-first
@@ -274,14 +355,10 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
             return item;
         };
         sm90::prefetch_tmap(&tq);
-        sm90::prefetch_tmap(&tk);
-        sm90::prefetch_tmap(&tv);
         auto pattern_rows = [&] {
             const int pat = (p.mask_batch == 1 ? 0 : b) * p.mask_heads + (p.mask_heads == 1 ? 0 : h);
             return p.row_ptr + pat * (p.tile_rows + 1);
         };
-        int s = 0;
-        uint32_t phase = 0;
         for (int n = 0;; ++n) {
             const int qb = n % QN;
             sm90::mbar_wait(q_empty(qb), ((n / QN) & 1) ^ 1);  // the O of item n - QN is stored
@@ -416,38 +493,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                                   : part == 0  ? (c == long_row ? -2 : kHelp0 - long_row)
                                                : (c == long_row ? kMerge : kEnd);
                 }
-                sm90::mbar_wait(empty(s), phase ^ 1);
-                info[s] = t;
-                if (t.col == INT_MAX) {
-                    // full_v completes a phase too: both barriers of a stage stay in the ring's phase.
-                    sm90::mbar_arrive(full_k(s));
-                    sm90::mbar_arrive(full_v(s));
-                } else {
-                    // The bitmaps of a partial tile travel with K: 64 words per 64 rows.
-                    const uint32_t bms = sbase + Tr::BITMAP_OFFSET + s * Tr::BITMAP_BYTES;
-                    const uint32_t wbytes = 8u * p.words_per_tile;
-                    uint32_t bm_bytes = 0;
-#pragma unroll
-                    for (int c = 0; c < C; ++c)
-                        if (t.bm[c] >= 0 && own_list(c)) bm_bytes += wbytes;
-                    sm90::mbar_arrive_expect_tx(full_k(s), TILE + bm_bytes);
-#pragma unroll
-                    for (int c = 0; c < C; ++c)
-                        if (t.bm[c] >= 0 && own_list(c))
-                            sm90::bulk_load(bms + c * wbytes, p.bitmaps + static_cast<int64_t>(t.bm[c]) * p.words_per_tile,
-                                            wbytes, full_k(s));
-                    for (int x = 0; x < Tr::BOXES; ++x)
-                        sm90::tma_load_4d(sbase + Tr::K_OFFSET + s * TILE + x * BOX, &tk, full_k(s), 64 * x, t.col * Tr::BN, hk,
-                                          b);
-                    sm90::mbar_arrive_expect_tx(full_v(s), TILE);
-                    for (int x = 0; x < Tr::BOXES; ++x)
-                        sm90::tma_load_4d(sbase + Tr::V_OFFSET + s * TILE + x * BOX, &tv, full_v(s), 64 * x, t.col * Tr::BN, hk,
-                                          b);
-                }
-                if (++s == STAGES) {
-                    s = 0;
-                    phase ^= 1;
-                }
+                put(t, hk, b);
                 if (t.col != INT_MAX) continue;
                 if (!SPLIT || long_row < 0 || part == 1) break;
                 part = 1;  // the other rows are done
@@ -456,6 +502,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                     if (c == long_row) lists[c].init(p, lists[c].end, long_end);
             }
         }
+        put(TileInfo{}, -1, 0);
         return;
     }
 
