@@ -83,12 +83,12 @@ template <int D, int C, bool SPLIT = false> struct Sm90Traits {
     // empty[STAGES], and in SPLIT parts_full, parts_empty
     static constexpr int BAR_OFFSET = V_OFFSET + STAGES * TILE_BYTES;
     static constexpr int RING_BAR = 2 * Q_BUFFERS;  // full_k[0]'s index
-    // int4 [Q_BUFFERS]: per Q buffer the item's (head, batch, first query row, parts: see
-    // slice_item_code); row -1 ends the loop.
     // The planner's schedule of ring entries for the issuer: SCHED entries, each with its
     // sched_full and sched_empty mbarriers (after the others).
     static constexpr int SCHED = 16;
     static constexpr int SCHED_BAR = RING_BAR + 3 * STAGES + 2 * SPLIT;  // sched_full[0]'s index
+    // int4 [Q_BUFFERS]: per Q buffer the item's (head, batch, first query row, parts: see
+    // slice_item_code); row -1 ends the loop.
     static constexpr int ITEM_OFFSET = (BAR_OFFSET + 8 * (SCHED_BAR + 2 * SCHED) + 15) / 16 * 16;
     static constexpr int INFO_OFFSET = ITEM_OFFSET + 16 * Q_BUFFERS;
     // Per stage, the bitmaps of the tile's partial 64-row parts: consumer w's at 512 * w.

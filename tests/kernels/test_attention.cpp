@@ -61,6 +61,13 @@ std::vector<uint8_t> mixed_mask(int rows, int cols, std::mt19937_64& rng) {
     return a;
 }
 
+// True on a GPU that runs the Hopper kernel; else says the test is skipped.
+bool hopper_or_skip() {
+    if (stof::kernels::attention_sm90_available(64)) return true;
+    std::printf("STOF-SKIP: not a compute capability 9.0 GPU\n");
+    return false;
+}
+
 }  // namespace
 
 TEST_CASE("attention: every mask family and length, both kernels", "[gpu][kernels][attention]") {
@@ -204,10 +211,7 @@ TEST_CASE("attention: S = 4096", "[gpu][kernels][attention]") {
 
 TEST_CASE("attention: the Hopper kernel at S = 4096", "[gpu][kernels][attention]") {
     STOF_REQUIRE_GPU();
-    if (!stof::kernels::attention_sm90_available(64)) {
-        std::printf("STOF-SKIP: not a compute capability 9.0 GPU\n");
-        return;
-    }
+    if (!hopper_or_skip()) return;
     auto rng = make_rng();
     const int S = 4096;
     for (const std::string& fam : mask_families())
@@ -238,10 +242,7 @@ TEST_CASE("attention: the Hopper kernel at S = 4096", "[gpu][kernels][attention]
 // K/V ring and the Q double buffer across items (three consumers at D 128 for the dense mask).
 TEST_CASE("attention: the Hopper kernel with several work items per CTA", "[gpu][kernels][attention]") {
     STOF_REQUIRE_GPU();
-    if (!stof::kernels::attention_sm90_available(64)) {
-        std::printf("STOF-SKIP: not a compute capability 9.0 GPU\n");
-        return;
-    }
+    if (!hopper_or_skip()) return;
     auto rng = make_rng();
     const int S = 1000;  // 8 query blocks, the last one partial
     for (const std::string& fam : mask_families())
@@ -275,10 +276,7 @@ TEST_CASE("attention: the Hopper kernel with several work items per CTA", "[gpu]
 // share nothing); three consumers at S 2048 (132 work items of 192 rows), two at S 1500.
 TEST_CASE("attention: the Hopper kernel shares a long tile row among its consumers", "[gpu][kernels][attention]") {
     STOF_REQUIRE_GPU();
-    if (!stof::kernels::attention_sm90_available(64)) {
-        std::printf("STOF-SKIP: not a compute capability 9.0 GPU\n");
-        return;
-    }
+    if (!hopper_or_skip()) return;
     auto rng = make_rng();
     for (const int S : {2048, 1500})
         for (const std::string where : {"top", "middle", "two"}) {
@@ -318,10 +316,7 @@ TEST_CASE("attention: the Hopper kernel shares a long tile row among its consume
 // and a global row beside a row as long (not shared: its slice items are passed over).
 TEST_CASE("attention: the Hopper kernel shares long tile rows with other CTAs", "[gpu][kernels][attention]") {
     STOF_REQUIRE_GPU();
-    if (!stof::kernels::attention_sm90_available(64)) {
-        std::printf("STOF-SKIP: not a compute capability 9.0 GPU\n");
-        return;
-    }
+    if (!hopper_or_skip()) return;
     auto rng = make_rng();
     // A band of +-40 around the diagonal, and the global rows [g0, g0 + 64) (and their columns where `cols`).
     auto band = [](int S, int g0, bool cols, bool other) {
