@@ -561,25 +561,32 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
         sm90::wgmma_commit();
         sm90::fence_regs(sc);
     };
-    // The keep bits of this lane's scores when the tile needs masking (bit 2n + c: column
-    // 8n + 2t4 + c of rows g (keep0) and g + 8 (keep1), 8x8 row blocks 2wq and 2wq + 1).
-    auto load_keep = [&](const TileInfo& t, int bm, int s, uint32_t& keep0, uint32_t& keep1) {
-        keep0 = keep1 = 0xFFFFu;
+    // The keep bits of this lane's scores when the tile needs masking: keep[r] bit 8m + 2h + c is
+    // column 8(4h + m) + 2t4 + c of row g + 8r (score sc[4n + 2r + c] with n = 4h + m).
+    auto load_keep = [&](const TileInfo& t, int bm, int s, uint32_t(&keep)[2]) {
+        keep[0] = keep[1] = 0x0F0F0F0Fu;
         if (bm >= 0) {
-            const unsigned char* words = smem + Tr::BITMAP_OFFSET + s * Tr::BITMAP_BYTES + 512 * w;
-            keep0 = keep1 = 0;
+            // Word 8 rb + n (8 bytes) is the 8x8 block (row block rb, column block n), byte i its
+            // row i, bit c its column c: row g + 8r is byte g % 4 of 32-bit half g / 4 of the words
+            // of row block 2wq + r.
+            const uint32_t* half =
+                reinterpret_cast<const uint32_t*>(smem + Tr::BITMAP_OFFSET + s * Tr::BITMAP_BYTES + 512 * w) + (g >> 2);
+            const uint32_t pick = (g & 3) | ((g & 3) + 4) << 4;  // byte g % 4 of two words -> bytes 0, 1
 #pragma unroll
-            for (int n = 0; n < 8; ++n) {
-                keep0 |= ((static_cast<uint32_t>(words[((2 * wq) * 8 + n) * 8 + g]) >> (2 * t4)) & 3u) << (2 * n);
-                keep1 |= ((static_cast<uint32_t>(words[((2 * wq + 1) * 8 + n) * 8 + g]) >> (2 * t4)) & 3u) << (2 * n);
+            for (int r = 0; r < 2; ++r) {
+                const uint32_t* row = half + 16 * (2 * wq + r);
+                uint32_t q[4];  // column blocks 2k, 2k + 1 in bytes 0, 1
+#pragma unroll
+                for (int k = 0; k < 4; ++k) q[k] = __byte_perm(row[4 * k], row[4 * k + 2], pick);
+                const uint32_t lo = __byte_perm(q[0], q[1], 0x5410), hi = __byte_perm(q[2], q[3], 0x5410);
+                keep[r] = ((lo >> (2 * t4)) & 0x03030303u) | ((hi >> (2 * t4)) & 0x03030303u) << 2;
             }
         }
         if (t.cols != ~0ull) {
-            uint32_t cb = 0;
-#pragma unroll
-            for (int n = 0; n < 8; ++n) cb |= (static_cast<uint32_t>(t.cols >> (8 * n + 2 * t4)) & 3u) << (2 * n);
-            keep0 &= cb;
-            keep1 &= cb;
+            const unsigned long long cb = (t.cols >> (2 * t4)) & 0x0303030303030303ull;
+            const uint32_t c = static_cast<uint32_t>(cb) | static_cast<uint32_t>(cb >> 32) << 2;
+            keep[0] &= c;
+            keep[1] &= c;
         }
     };
     // Scores -> probabilities: mask (partial tiles and invalid keys only), online softmax in
@@ -588,7 +595,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
     // max(s * sl) for sl > 0); with a bias the scores are scaled first and sl is 1. m_r is in
     // the scaled domain. alpha: the factor O must be rescaled by (exactly 1 when the row
     // maximum did not move).
-    auto softmax = [&](float(&sc)[32], const TileInfo& t, int bm, uint32_t keep0, uint32_t keep1, float(&alpha)[2]) {
+    auto softmax = [&](float(&sc)[32], const TileInfo& t, int bm, const uint32_t(&keep)[2], float(&alpha)[2]) {
         if (prescale) {
 #pragma unroll
             for (int i = 0; i < 32; ++i) sc[i] *= p.scale_log2;
@@ -605,12 +612,10 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
         }
         if (bm >= 0 || t.cols != ~0ull) {
 #pragma unroll
-            for (int n = 0; n < 8; ++n) {
-                if (!((keep0 >> (2 * n)) & 1u)) sc[4 * n + 0] = -INFINITY;
-                if (!((keep0 >> (2 * n)) & 2u)) sc[4 * n + 1] = -INFINITY;
-                if (!((keep1 >> (2 * n)) & 1u)) sc[4 * n + 2] = -INFINITY;
-                if (!((keep1 >> (2 * n)) & 2u)) sc[4 * n + 3] = -INFINITY;
-            }
+            for (int n = 0; n < 8; ++n)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    if (!((keep[e >> 1] >> (8 * (n & 3) + 2 * (n >> 2) + (e & 1))) & 1u)) sc[4 * n + e] = -INFINITY;
         }
         float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
@@ -722,12 +727,12 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                 float sc[32];
                 uint32_t pa[4][4];
                 float alpha[2];
-                uint32_t keep0, keep1;
+                uint32_t keep[2];
                 issue_qk(sc, s);
-                load_keep(t, bm, s, keep0, keep1);
+                load_keep(t, bm, s, keep);
                 sm90::wgmma_wait<0>();
                 sm90::fence_regs(sc);
-                softmax(sc, t, bm, keep0, keep1, alpha);
+                softmax(sc, t, bm, keep, alpha);
                 pack_p(sc, pa);
                 int s2;
                 uint32_t phase2;
@@ -751,18 +756,18 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                             break;
                         }
                         issue_qk(sc, s2);
-                        load_keep(t2, bm2, s2, keep0, keep1);
+                        load_keep(t2, bm2, s2, keep);
                         sm90::wgmma_wait<0>();
                         sm90::fence_regs(sc);
-                        softmax(sc, t2, bm2, keep0, keep1, alpha);
+                        softmax(sc, t2, bm2, keep, alpha);
                         rescale_o(alpha);
                     } else {
                         issue_qk(sc, s2);
-                        load_keep(t2, bm2, s2, keep0, keep1);
+                        load_keep(t2, bm2, s2, keep);
                         issue_pv(pa, s, phase);
                         sm90::wgmma_wait<1>();
                         sm90::fence_regs(sc);
-                        softmax(sc, t2, bm2, keep0, keep1, alpha);
+                        softmax(sc, t2, bm2, keep, alpha);
                         // O is rescaled only when a row maximum moved. The branch also keeps the
                         // wait for PV after the softmax: within one block ptxas hoists it above
                         // the exponentials.
