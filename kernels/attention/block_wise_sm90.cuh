@@ -16,8 +16,8 @@
 //     putting one entry per tile, then an end-of-item entry, into a SCHED-deep schedule in shared
 //     memory. Per entry the issuer writes the tile's TileInfo to the next stage of a STAGES-deep
 //     shared-memory ring and issues bulk tensor copies of K and V (and bulk copies of the bitmaps
-//     of its partial 64-row parts, with K) into it (one mbarrier each for K and V, one for the
-//     stage being free again), so that merging the lists and issuing the copies overlap. In the
+//     of its partial 64-row parts) into it (one mbarrier for all of them having landed, one for
+//     the stage being free again), so that merging the lists and issuing the copies overlap. In the
 //     SPLIT kernel (D = 64) a tile row that lists many times the tiles of the item's other rows
 //     is shared: its first tiles are walked with the other rows, whose consumers then store
 //     their O and help with the rest; its consumer merges their parts before its store. With a
@@ -79,14 +79,14 @@ template <int D, int C, bool SPLIT = false> struct Sm90Traits {
     static constexpr int Q_OFFSET = 0;  // [buffer][consumer] Q tiles
     static constexpr int K_OFFSET = Q_BUFFERS * C * TILE_BYTES;
     static constexpr int V_OFFSET = K_OFFSET + STAGES * TILE_BYTES;
-    // mbarriers: q_full[Q_BUFFERS], q_empty[Q_BUFFERS], full_k[STAGES], full_v[STAGES],
-    // empty[STAGES], and in SPLIT parts_full, parts_empty
+    // mbarriers: q_full[Q_BUFFERS], q_empty[Q_BUFFERS], full[STAGES], empty[STAGES], and in SPLIT
+    // parts_full, parts_empty
     static constexpr int BAR_OFFSET = V_OFFSET + STAGES * TILE_BYTES;
-    static constexpr int RING_BAR = 2 * Q_BUFFERS;  // full_k[0]'s index
+    static constexpr int RING_BAR = 2 * Q_BUFFERS;  // full[0]'s index
     // The planner's schedule of ring entries for the issuer: SCHED entries, each with its
     // sched_full and sched_empty mbarriers (after the others).
     static constexpr int SCHED = 16;
-    static constexpr int SCHED_BAR = RING_BAR + 3 * STAGES + 2 * SPLIT;  // sched_full[0]'s index
+    static constexpr int SCHED_BAR = RING_BAR + 2 * STAGES + 2 * SPLIT;  // sched_full[0]'s index
     // int4 [Q_BUFFERS]: per Q buffer the item's (head, batch, first query row, parts: see
     // slice_item_code); row -1 ends the loop.
     static constexpr int ITEM_OFFSET = (BAR_OFFSET + 8 * (SCHED_BAR + 2 * SCHED) + 15) / 16 * 16;
@@ -191,13 +191,14 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
     constexpr int QN = Tr::Q_BUFFERS, RB = Tr::RING_BAR;
     auto q_full = [&](int qb) { return sbase + Tr::BAR_OFFSET + 8 * qb; };
     auto q_empty = [&](int qb) { return sbase + Tr::BAR_OFFSET + 8 * (QN + qb); };
-    auto full_k = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (RB + s); };
-    auto full_v = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (RB + STAGES + s); };
-    auto empty = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (RB + 2 * STAGES + s); };
+    // A stage's K, V and bitmaps landed (one barrier for all: a second wait per tile, for V,
+    // measured 2-3 % slower at D 64).
+    auto full = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (RB + s); };
+    auto empty = [&](int s) { return sbase + Tr::BAR_OFFSET + 8 * (RB + STAGES + s); };
     // The helpers' parts of a shared row are in shared memory, and read by its owner (one phase
     // per shared row).
-    [[maybe_unused]] const uint32_t parts_full = sbase + Tr::BAR_OFFSET + 8 * (RB + 3 * STAGES);
-    [[maybe_unused]] const uint32_t parts_empty = sbase + Tr::BAR_OFFSET + 8 * (RB + 1 + 3 * STAGES);
+    [[maybe_unused]] const uint32_t parts_full = sbase + Tr::BAR_OFFSET + 8 * (RB + 2 * STAGES);
+    [[maybe_unused]] const uint32_t parts_empty = sbase + Tr::BAR_OFFSET + 8 * (RB + 1 + 2 * STAGES);
     auto sched_full = [&](int k) { return sbase + Tr::BAR_OFFSET + 8 * (Tr::SCHED_BAR + k); };
     auto sched_empty = [&](int k) { return sbase + Tr::BAR_OFFSET + 8 * (Tr::SCHED_BAR + Tr::SCHED + k); };
     Entry* sched = reinterpret_cast<Entry*>(smem + Tr::SCHED_OFFSET);
@@ -216,8 +217,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
             sm90::mbar_init(q_empty(qb), C);
         }
         for (int s = 0; s < STAGES; ++s) {
-            sm90::mbar_init(full_k(s), 1);
-            sm90::mbar_init(full_v(s), 1);
+            sm90::mbar_init(full(s), 1);
             sm90::mbar_init(empty(s), Tr::CONSUMER_THREADS);
         }
         if constexpr (SPLIT) {
@@ -236,7 +236,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
         sm90::setmaxnreg_dec<Tr::PRODUCER_REGS>();
         if (tid == 0) {
             // The issuer: per schedule entry, once its stage is free, the tile's TileInfo and the
-            // bulk copies of its bitmaps, K and V (an end entry completes both barriers of its stage).
+            // bulk copies of its bitmaps, K and V (an end entry completes its stage's full barrier).
             sm90::prefetch_tmap(&tk);
             sm90::prefetch_tmap(&tv);
             int s = 0;
@@ -251,29 +251,26 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                 sm90::mbar_wait(empty(s), phase ^ 1);
                 info[s] = t;
                 if (t.col == INT_MAX) {
-                    // full_v completes a phase too: both barriers of a stage stay in the ring's phase.
-                    sm90::mbar_arrive(full_k(s));
-                    sm90::mbar_arrive(full_v(s));
+                    sm90::mbar_arrive(full(s));
                 } else {
-                    // The bitmaps of a partial tile travel with K: 64 words per 64 rows.
+                    // The bitmaps of a partial tile travel with K and V: 64 words per 64 rows.
                     const uint32_t bms = sbase + Tr::BITMAP_OFFSET + s * Tr::BITMAP_BYTES;
                     const uint32_t wbytes = 8u * p.words_per_tile;
                     uint32_t bm_bytes = 0;
 #pragma unroll
                     for (int c = 0; c < C; ++c)
                         if (t.bm[c] >= 0 && own_list(c)) bm_bytes += wbytes;
-                    sm90::mbar_arrive_expect_tx(full_k(s), TILE + bm_bytes);
+                    sm90::mbar_arrive_expect_tx(full(s), 2 * TILE + bm_bytes);
 #pragma unroll
                     for (int c = 0; c < C; ++c)
                         if (t.bm[c] >= 0 && own_list(c))
                             sm90::bulk_load(bms + c * wbytes, p.bitmaps + static_cast<int64_t>(t.bm[c]) * p.words_per_tile,
-                                            wbytes, full_k(s));
+                                            wbytes, full(s));
                     for (int xb = 0; xb < Tr::BOXES; ++xb)
-                        sm90::tma_load_4d(sbase + Tr::K_OFFSET + s * TILE + xb * BOX, &tk, full_k(s), 64 * xb, t.col * Tr::BN,
+                        sm90::tma_load_4d(sbase + Tr::K_OFFSET + s * TILE + xb * BOX, &tk, full(s), 64 * xb, t.col * Tr::BN,
                                           x.hk, x.b);
-                    sm90::mbar_arrive_expect_tx(full_v(s), TILE);
                     for (int xb = 0; xb < Tr::BOXES; ++xb)
-                        sm90::tma_load_4d(sbase + Tr::V_OFFSET + s * TILE + xb * BOX, &tv, full_v(s), 64 * xb, t.col * Tr::BN,
+                        sm90::tma_load_4d(sbase + Tr::V_OFFSET + s * TILE + xb * BOX, &tv, full(s), 64 * xb, t.col * Tr::BN,
                                           x.hk, x.b);
                 }
                 if (++s == STAGES) {
@@ -527,7 +524,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
     // -1 after max_ahead unlisted tiles (s, phase name the next stage to look at).
     auto next_listed = [&](int& s, uint32_t& phase, TileInfo& t, int& bm, int max_ahead) {
         for (int k = 0; k < max_ahead; ++k) {
-            sm90::mbar_wait(full_k(s), phase);
+            sm90::mbar_wait(full(s), phase);
             t = info[s];
             bm = info[s].bm[w];
             if constexpr (SPLIT) {
@@ -659,9 +656,8 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
     };
 
     // O += P V of the tile in stage s: 16 V rows of 128 bytes per k-step (committed, not waited for).
-    auto issue_pv = [&](const uint32_t(&pa)[4][4], int s, uint32_t phase) {
+    auto issue_pv = [&](const uint32_t(&pa)[4][4], int s) {
         const uint64_t dv0 = sm90::desc_sw128(sbase + Tr::V_OFFSET + s * TILE, BOX, 1024);
-        sm90::mbar_wait(full_v(s), phase);
         sm90::fence_regs(o);
         sm90::wgmma_fence();
 #pragma unroll
@@ -747,7 +743,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                     if (found == 0) break;
                     if (found < 0) {
                         // This row's next tile is further ahead than the ring reaches: finish tile j first.
-                        issue_pv(pa, s, phase);
+                        issue_pv(pa, s);
                         sm90::wgmma_wait<0>();
                         sm90::fence_regs(o);
                         sm90::mbar_arrive(empty(s));
@@ -764,7 +760,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                     } else {
                         issue_qk(sc, s2);
                         load_keep(t2, bm2, s2, keep);
-                        issue_pv(pa, s, phase);
+                        issue_pv(pa, s);
                         sm90::wgmma_wait<1>();
                         sm90::fence_regs(sc);
                         softmax(sc, t2, bm2, keep, alpha);
@@ -786,7 +782,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                     phase = phase2;
                 }
                 if (pending) {
-                    issue_pv(pa, s, phase);
+                    issue_pv(pa, s);
                     sm90::wgmma_wait<0>();
                     sm90::fence_regs(o);
                     sm90::mbar_arrive(empty(s));
