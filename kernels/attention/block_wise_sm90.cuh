@@ -591,7 +591,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
     // bias the scale is folded into the exponent (exp2(s * sl - m), one FFMA; max(s) * sl is
     // max(s * sl) for sl > 0); with a bias the scores are scaled first and sl is 1. m_r is in
     // the scaled domain. alpha: the factor O must be rescaled by (exactly 1 when the row
-    // maximum did not move).
+    // maximum did not move). Returns whether either row's maximum moved (known before alpha).
     auto softmax = [&](float(&sc)[32], const TileInfo& t, int bm, const uint32_t(&keep)[2], float(&alpha)[2]) {
         if (prescale) {
 #pragma unroll
@@ -614,18 +614,20 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                 for (int e = 0; e < 4; ++e)
                     if (!((keep[e >> 1] >> (8 * (n & 3) + 2 * (n >> 2) + (e & 1))) & 1u)) sc[4 * n + e] = -INFINITY;
         }
-        float mx[2] = {-INFINITY, -INFINITY};
+        float mx[2] = {fmaxf(sc[0], sc[1]), fmaxf(sc[2], sc[3])};
 #pragma unroll
-        for (int n = 0; n < 8; ++n) {
+        for (int n = 1; n < 8; ++n) {
             mx[0] = fmaxf(mx[0], fmaxf(sc[4 * n + 0], sc[4 * n + 1]));
             mx[1] = fmaxf(mx[1], fmaxf(sc[4 * n + 2], sc[4 * n + 3]));
         }
         float base[2];
+        bool moved = false;
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
             mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
             mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
             const float m_new = fmaxf(m_r[r], mx[r] * sl);
+            moved |= m_new != m_r[r];
             base[r] = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing kept yet stays at zero
             alpha[r] = exp2_approx(m_r[r] - base[r]);
             m_r[r] = m_new;
@@ -642,6 +644,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
         }
         l_r[0] = l_r[0] * alpha[0] + rs[0];
         l_r[1] = l_r[1] * alpha[1] + rs[1];
+        return moved;
     };
     // P as the register A operand of the PV k-steps: step kk covers keys 16kk..16kk+15
     // (score blocks 2kk and 2kk + 1).
@@ -763,11 +766,11 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                         issue_pv(pa, s);
                         sm90::wgmma_wait<1>();
                         sm90::fence_regs(sc);
-                        softmax(sc, t2, bm2, keep, alpha);
+                        const bool moved = softmax(sc, t2, bm2, keep, alpha);
                         // O is rescaled only when a row maximum moved. The branch also keeps the
                         // wait for PV after the softmax: within one block ptxas hoists it above
                         // the exponentials.
-                        if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
+                        if (__any_sync(0xffffffffu, moved)) {
                             sm90::wgmma_wait<0>();
                             sm90::fence_regs(o);
                             rescale_o(alpha);
