@@ -5,7 +5,7 @@
 //                           gate into [M, N] (gemm_swiglu)
 //   rotary:M,N,K,R,D,S      the [M, N] product of a merged Q/K/V weight, then the rotary
 //                           embedding of its first R columns in heads of D, positions i % S
-//                           (gemm_rotary)
+//                           (gemm_rotary; R = 0: the plain product against cuBLASLt alone)
 // Random fp16 operands; each fused output checked against the unfused one before it is timed;
 // CUDA-event medians of 7 × 20 launches after 5 warm-up launches. Default: LLaMA-1.1B's MLP
 // at 4096, 16384 and 32768 rows and its Q/K/V projection at 4096 and 32768 rows.
@@ -256,6 +256,7 @@ void bench_rotary(const Env& env, int64_t m, int64_t n, int64_t k, int64_t r, in
     const int64_t threads = m * (r / 8);
     const unsigned blocks = static_cast<unsigned>((threads + 255) / 256);
     auto pass = [&] {
+        if (blocks == 0) return;  // nothing rotated: the plain product
         rotary_pass<<<blocks, 256, 0, env.s>>>(y.p, d.p, m, n, r, dim, seq, cosv.p, sinv.p);
         check(cudaGetLastError(), "rotary_pass");
     };
