@@ -88,10 +88,11 @@ TEST_CASE("an attention-like softmax the matcher refuses is reported in the plan
     CHECK(compile(c.bytes(), Precision::fp16).meta.notes.empty());
 }
 
-TEST_CASE("plans for sm_90 record the Hopper block-wise kernel at head dims 64 and 128", "[cpu][compile]") {
+TEST_CASE("plans for sm_90 record the Hopper block-wise kernel at every head dim", "[cpu][compile]") {
     CHECK(attention_kernel(compile(attention_model(64, 256), Precision::fp16)) == 2);
     CHECK(attention_kernel(compile(attention_model(128, 256), Precision::bf16)) == 2);
-    CHECK(attention_kernel(compile(attention_model(32, 256), Precision::fp16)) == 0);  // no Hopper instance
+    CHECK(attention_kernel(compile(attention_model(32, 256), Precision::fp16)) == 2);  // on the instance of 64
+    CHECK(attention_kernel(compile(attention_model(96, 256), Precision::fp16)) == 2);  // on the instance of 128
     CHECK(attention_kernel(compile(attention_model(64, 256), Precision::fp16, "sm_80")) == 0);
     CHECK(attention_kernel(compile(attention_model(64, 16), Precision::fp16)) == 1);  // the selector's row-wise
     CHECK(std::string(plan::attention_kernel_name(2)) == "attention_block_wise_sm90");

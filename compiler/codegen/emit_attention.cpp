@@ -11,6 +11,7 @@
 #include "precision.hpp"
 #include "ops/attention_layout.hpp"
 #include "stof/error.hpp"
+#include "stof/kernels/attention_instances.hpp"
 #include "stof/kernels/selector.hpp"
 #include "stof/mask_fold.hpp"
 #include "stof/sparse_mask.hpp"
@@ -144,9 +145,10 @@ void emit_attention(LowerState& st, const ir::Node& n) {
                      stats.empty_tiles, stats.full_tiles, stats.partial_tiles, kernel, reason);
     }
 
-    // Hopper: the block-wise choice at head_dim 64 or 128 runs the sm_90a kernel (TMA, wgmma;
-    // it falls back to the sm_80 kernel on other GPUs); --attention-kernel block-wise keeps sm_80.
-    if (a.kernel == 0 && st.arch == "sm_90" && (D == 64 || D == 128) && st.attention_kernel == AttentionKernelChoice::selector) {
+    // Hopper: the block-wise choice runs the sm_90a kernel (TMA, wgmma; it falls back to the
+    // sm_80 kernel on other GPUs); --attention-kernel block-wise keeps sm_80.
+    if (a.kernel == 0 && st.arch == "sm_90" && kernels::sm90_instance_head_dim(D) != 0 &&
+        st.attention_kernel == AttentionKernelChoice::selector) {
         a.kernel = 2;
         spdlog::info("{}: block-wise kernel for sm_90 (TMA, wgmma), head_dim {}", n.label(), D);
     }

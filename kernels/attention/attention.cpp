@@ -162,7 +162,7 @@ cudaError_t launch_attention(const AttentionArgs& a, AttentionKernel kernel, cud
     return with_attention_head_dim(a.head_dim, block_wise);
 }
 
-bool attention_sm90_available(int32_t head_dim) { return (head_dim == 64 || head_dim == 128) && attn::sm90_device(); }
+bool attention_sm90_available(int32_t head_dim) { return sm90_instance_head_dim(head_dim) != 0 && attn::sm90_device(); }
 
 std::string attention_sm90_refusal(const AttentionArgs& a) {
     if (a.block_m == 64) return "block_m 64 was asked for";

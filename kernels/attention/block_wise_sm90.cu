@@ -1,5 +1,7 @@
 // The Hopper block-wise kernel's instances (f16, bf16 x head_dim 64, 128) and launcher:
-// tensor maps for Q, K, V and O, the device check and the launch.
+// tensor maps for Q, K, V and O, the device check and the launch. A head dim below an
+// instance's runs on it (sm90_instance_head_dim): its tensor maps are head_dim wide, so Q, K
+// and V read zeros past head_dim and O's columns past it are not stored.
 #include "block_wise_sm90.cuh"
 #include "launch.cuh"
 
@@ -25,8 +27,8 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
     return fn;
 }
 
-// [batch, heads, rows, D] with element strides (sb, sh, ss), boxes of 64 rows x 64
-// elements in the 128-byte swizzle; out-of-range elements read as zeros.
+// [batch, heads, rows, d] with element strides (sb, sh, ss), boxes of 64 rows x 64
+// elements in the 128-byte swizzle; out-of-range elements read as zeros and are not stored.
 bool encode(CUtensorMap* map, const void* base, bool bf16, int d, int rows, int heads, int batch, int64_t sb, int64_t sh,
             int64_t ss) {
     const PFN_cuTensorMapEncodeTiled_v12000 fn = tensor_map_encoder();
@@ -51,7 +53,7 @@ struct TensorMaps {
 
 // nullptr when the kernel takes p on the current device (m encoded), else why it does not.
 const char* refusal(const AttnParams& p, ElemType e, int head_dim, TensorMaps& m) {
-    if (head_dim != 64 && head_dim != 128) return "its head dim is neither 64 nor 128";
+    if (sm90_instance_head_dim(head_dim) == 0) return "no Hopper instance runs its head dim";
     if (!sm90_device()) return "the device is not of compute capability 9.0";
     // Tile bitmaps are bulk-copied into shared memory.
     if (reinterpret_cast<uintptr_t>(p.bitmaps) % 16 != 0) return "its mask bitmaps are not 16-byte aligned";
@@ -116,6 +118,7 @@ cudaError_t launch_block_wise_sm90(const AttnParams& params, ElemType e, int hea
     TensorMaps m;
     if (refusal(params, e, head_dim, m)) return cudaErrorNotSupported;
     AttnParams p = params;
+    const int d = sm90_instance_head_dim(head_dim);  // the instance; the tensor maps keep head_dim
     const bool bf16 = e == ElemType::bf16;
     // Three consumer warpgroups with 64-row mask tiles when their larger work items still give
     // every multiprocessor one, at head dim 128 only when the three tile rows of an item list
@@ -128,12 +131,12 @@ cudaError_t launch_block_wise_sm90(const AttnParams& params, ElemType e, int hea
     constexpr int BM3 = Sm90Traits<64, 3>::BM;
     const int64_t items3 = static_cast<int64_t>((p.seq_q + BM3 - 1) / BM3) * p.heads * p.batch;
     constexpr float kMinFill128 = 0.85f;  // SparseMaskView::fill3 that takes three consumers at D 128
-    const bool three = p.tile_m == 64 && items3 >= sms && (head_dim == 64 || p.fill3 >= kMinFill128);
+    const bool three = p.tile_m == 64 && items3 >= sms && (d == 64 || p.fill3 >= kMinFill128);
     // At D 64 with 64-row tiles, the kernel that shares long tile rows among its consumers where
     // the longest tile row outlasts a consumer's share of all the work (the grid's C consumers
     // per multiprocessor): at batch 1 a global row is otherwise one consumer's whole walk.
     const int consumers = three ? 3 : 2;
-    const bool split = head_dim == 64 && p.tile_m == 64 && p.longest_row >= Sm90Traits<64, 2, true>::SPLIT_MIN &&
+    const bool split = d == 64 && p.tile_m == 64 && p.longest_row >= Sm90Traits<64, 2, true>::SPLIT_MIN &&
                        static_cast<double>(p.longest_row) * sms * consumers >
                            static_cast<double>(p.mean_row) * p.tile_rows * p.heads * p.batch;
     // With a split workspace, the long rows the mask lists are shared with other CTAs too: each
@@ -151,7 +154,7 @@ cudaError_t launch_block_wise_sm90(const AttnParams& params, ElemType e, int hea
         p.slices = static_cast<int32_t>(std::max<int64_t>(n, 0));
     }
     if (three) {
-        if (head_dim == 64) {
+        if (d == 64) {
             if (split)
                 return bf16 ? launch<__nv_bfloat16, 64, 3, true>(p, m, sms, stream)
                             : launch<__half, 64, 3, true>(p, m, sms, stream);
@@ -159,7 +162,7 @@ cudaError_t launch_block_wise_sm90(const AttnParams& params, ElemType e, int hea
         }
         return bf16 ? launch<__nv_bfloat16, 128, 3>(p, m, sms, stream) : launch<__half, 128, 3>(p, m, sms, stream);
     }
-    if (head_dim == 64) {
+    if (d == 64) {
         if (split)
             return bf16 ? launch<__nv_bfloat16, 64, 2, true>(p, m, sms, stream)
                         : launch<__half, 64, 2, true>(p, m, sms, stream);

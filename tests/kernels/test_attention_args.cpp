@@ -120,11 +120,11 @@ TEST_CASE("attention_sm90_refusal names why block_wise_sm90 would run the sm_80 
     auto a = valid_args();
     a.block_m = 64;
     CHECK(attention_sm90_refusal(a) == "block_m 64 was asked for");
-    for (const int d : {32, 80}) {
-        a = valid_args();
-        a.head_dim = d;
-        CHECK(attention_sm90_refusal(a) == "its head dim is neither 64 nor 128");
-    }
+    a = valid_args();
+    a.head_dim = 160;
+    CHECK(attention_sm90_refusal(a) == "no Hopper instance runs its head dim");
+    // Every head dim of the kernels runs on an instance of 64 or 128.
+    for (const int d : kAttentionHeadDims) CHECK((sm90_instance_head_dim(d) == (d <= 64 ? 64 : 128)));
     // Valid Hopper arguments: refused only for the device (none, or not compute capability 9.0).
     const std::string why = attention_sm90_refusal(valid_args());
     INFO("refusal: " << why);

@@ -76,16 +76,17 @@ struct AttentionArgs {
 
 // block_wise: the sm_80 kernel (mma.sync, cp.async), every head dim.
 // row_wise: one warp per query row.
-// block_wise_sm90: the Hopper kernel (TMA, wgmma, warp specialisation) for head_dim 64
-//   and 128 on compute capability 9.0; where attention_sm90_refusal gives a reason it
-//   runs block_wise. Same contract and arguments as block_wise.
+// block_wise_sm90: the Hopper kernel (TMA, wgmma, warp specialisation) on compute
+//   capability 9.0, every head dim on its instance of 64 or 128 (sm90_instance_head_dim);
+//   where attention_sm90_refusal gives a reason it runs block_wise. Same contract and
+//   arguments as block_wise.
 enum class AttentionKernel : int32_t { block_wise = 0, row_wise = 1, block_wise_sm90 = 2 };
 
 // True when block_wise_sm90 runs the Hopper kernel for `head_dim` on the current device.
 bool attention_sm90_available(int32_t head_dim);
 // "" when block_wise_sm90 runs the Hopper kernel for `a` (valid arguments) on the current
-// device, else why it runs block_wise instead (block_m 64, a head dim other than 64 and
-// 128, another GPU, tensors a tensor map cannot describe).
+// device, else why it runs block_wise instead (block_m 64, another GPU, tensors a tensor map
+// cannot describe).
 std::string attention_sm90_refusal(const AttentionArgs& a);
 
 // "" when the kernels support these arguments, else what is wrong with them.
