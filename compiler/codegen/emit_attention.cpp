@@ -150,7 +150,9 @@ void emit_attention(LowerState& st, const ir::Node& n) {
     if (a.kernel == 0 && st.arch == "sm_90" && kernels::sm90_instance_head_dim(D) != 0 &&
         st.attention_kernel == AttentionKernelChoice::selector) {
         a.kernel = 2;
-        spdlog::info("{}: block-wise kernel for sm_90 (TMA, wgmma), head_dim {}", n.label(), D);
+        const int instance = kernels::sm90_instance_head_dim(D);
+        spdlog::info("{}: block-wise kernel for sm_90 (TMA, wgmma), head_dim {}{}", n.label(), D,
+                     instance == D ? "" : fmt::format(" (on the instance of {}, zero-padded)", instance));
     }
 
     // Padding: packed into validity words once per run (in the layout of the attention's

@@ -125,6 +125,7 @@ TEST_CASE("attention_sm90_refusal names why block_wise_sm90 would run the sm_80 
     CHECK(attention_sm90_refusal(a) == "no Hopper instance runs its head dim");
     // Every head dim of the kernels runs on an instance of 64 or 128.
     for (const int d : kAttentionHeadDims) CHECK((sm90_instance_head_dim(d) == (d <= 64 ? 64 : 128)));
+    CHECK(sm90_instance_head_dim(48) == 0);  // not a head dim of the kernels
     // Valid Hopper arguments: refused only for the device (none, or not compute capability 9.0).
     const std::string why = attention_sm90_refusal(valid_args());
     INFO("refusal: " << why);

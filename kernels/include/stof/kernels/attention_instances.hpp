@@ -34,9 +34,11 @@ inline constexpr bool is_attention_head_dim(long long d) {
 }
 
 // The head dim of the Hopper kernel's instance (kernels/attention/block_wise_sm90.cuh) that runs
-// head dim d: 64 for d up to 64, 128 for d up to 128 (its tensor maps read the columns past d as
-// zeros and store none of them); 0 where none does.
-inline constexpr int sm90_instance_head_dim(long long d) { return d < 1 ? 0 : d <= 64 ? 64 : d <= 128 ? 128 : 0; }
+// head dim d, one of kAttentionHeadDims: 64 for d up to 64, 128 for d up to 128 (its tensor maps
+// read the columns past d as zeros and store none of them); 0 for any other d.
+inline constexpr int sm90_instance_head_dim(long long d) {
+    return !is_attention_head_dim(d) || d > 128 ? 0 : d <= 64 ? 64 : 128;
+}
 
 // "32, 64, 80, 96 or 128", for messages.
 inline std::string attention_head_dims_text() {
