@@ -50,6 +50,7 @@
 #include "tile_list.cuh"
 
 #include <climits>
+#include <type_traits>
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -70,6 +71,10 @@ template <int D, int C, bool SPLIT = false> struct Sm90Traits {
     // S = Q K^T reads Q from the shared Q tile (wgmma A from shared memory) instead of
     // registers where 160 registers per consumer thread leave no room for it (D = 128, C = 3).
     static constexpr bool Q_SHARED = D == 128 && C == 3;
+    // A second instance of the consumers' walk for items that neither prescale nor add a bias,
+    // without their branches per tile: 1.02-1.05x at D 64 (docs/PERF.md); at D 128 within the
+    // spread of two identical builds, so not there.
+    static constexpr bool PLAIN_WALK = D == 64;
     static constexpr int BOXES = D / 64;        // 128-byte swizzle boxes per tile row
     static constexpr int BOX_BYTES = 64 * 128;  // 64 rows x 64 elements
     static constexpr int TILE_BYTES = BOXES * BOX_BYTES;
@@ -592,12 +597,13 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
     // max(s * sl) for sl > 0); with a bias the scores are scaled first and sl is 1. m_r is in
     // the scaled domain. alpha: the factor O must be rescaled by (exactly 1 when the row
     // maximum did not move). Returns whether either row's maximum moved (known before alpha).
-    auto softmax = [&](float(&sc)[32], const TileInfo& t, int bm, const uint32_t(&keep)[2], float(&alpha)[2]) {
-        if (prescale) {
+    // `general`: std::true_type where the item may prescale or add a bias (else neither).
+    auto softmax = [&](auto general, float(&sc)[32], const TileInfo& t, int bm, const uint32_t(&keep)[2], float(&alpha)[2]) {
+        if (decltype(general)::value && prescale) {
 #pragma unroll
             for (int i = 0; i < 32; ++i) sc[i] *= p.scale_log2;
         }
-        if (bias_h) {
+        if (decltype(general)::value && bias_h) {
             const int j0 = t.col * Tr::BN + 2 * t4;
 #pragma unroll
             for (int n = 0; n < 8; ++n)
@@ -718,80 +724,90 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                 }
             }
 
-            TileInfo t;
-            int bm = -2;
-            if (next_listed(s, phase, t, bm, INT_MAX) == 1) {
-                // Pipelined: while PV of tile j runs, QK^T of tile j + 1 is issued first and its
-                // softmax computed; O is rescaled once PV of tile j is done.
-                float sc[32];
-                uint32_t pa[4][4];
-                float alpha[2];
-                uint32_t keep[2];
-                issue_qk(sc, s);
-                load_keep(t, bm, s, keep);
-                sm90::wgmma_wait<0>();
-                sm90::fence_regs(sc);
-                softmax(sc, t, bm, keep, alpha);
-                pack_p(sc, pa);
-                int s2;
-                uint32_t phase2;
-                bool pending = true;  // PV of the tile in stage s is still to be done
-                for (;;) {
-                    s2 = s == STAGES - 1 ? 0 : s + 1;
-                    phase2 = s2 == 0 ? phase ^ 1 : phase;
-                    TileInfo t2;
-                    int bm2 = -2;
-                    // While stage s is held, only STAGES - 1 stages ahead can fill.
-                    const int found = next_listed(s2, phase2, t2, bm2, STAGES - 1);
-                    if (found == 0) break;
-                    if (found < 0) {
-                        // This row's next tile is further ahead than the ring reaches: finish tile j first.
+            // This consumer's walk of the item: its tiles from the ring, instantiated apart for
+            // items that neither prescale nor add a bias.
+            auto walk = [&](auto general) {
+                TileInfo t;
+                int bm = -2;
+                if (next_listed(s, phase, t, bm, INT_MAX) == 1) {
+                    // Pipelined: while PV of tile j runs, QK^T of tile j + 1 is issued first and its
+                    // softmax computed; O is rescaled once PV of tile j is done.
+                    float sc[32];
+                    uint32_t pa[4][4];
+                    float alpha[2];
+                    uint32_t keep[2];
+                    issue_qk(sc, s);
+                    load_keep(t, bm, s, keep);
+                    sm90::wgmma_wait<0>();
+                    sm90::fence_regs(sc);
+                    softmax(general, sc, t, bm, keep, alpha);
+                    pack_p(sc, pa);
+                    int s2;
+                    uint32_t phase2;
+                    bool pending = true;  // PV of the tile in stage s is still to be done
+                    for (;;) {
+                        s2 = s == STAGES - 1 ? 0 : s + 1;
+                        phase2 = s2 == 0 ? phase ^ 1 : phase;
+                        TileInfo t2;
+                        int bm2 = -2;
+                        // While stage s is held, only STAGES - 1 stages ahead can fill.
+                        const int found = next_listed(s2, phase2, t2, bm2, STAGES - 1);
+                        if (found == 1) {  // tested first: one branch a tile on the common path
+                            issue_qk(sc, s2);
+                            load_keep(t2, bm2, s2, keep);
+                            issue_pv(pa, s);
+                            sm90::wgmma_wait<1>();
+                            sm90::fence_regs(sc);
+                            const bool moved = softmax(general, sc, t2, bm2, keep, alpha);
+                            // O is rescaled only when a row maximum moved. The branch also keeps the
+                            // wait for PV after the softmax: within one block ptxas hoists it above
+                            // the exponentials.
+                            if (__any_sync(0xffffffffu, moved)) {
+                                sm90::wgmma_wait<0>();
+                                sm90::fence_regs(o);
+                                rescale_o(alpha);
+                            } else {
+                                sm90::wgmma_wait<0>();
+                                sm90::fence_regs(o);
+                            }
+                            sm90::mbar_arrive(empty(s));
+                        } else {
+                            if (found == 0) break;
+                            // This row's next tile is further ahead than the ring reaches: finish tile j first.
+                            issue_pv(pa, s);
+                            sm90::wgmma_wait<0>();
+                            sm90::fence_regs(o);
+                            sm90::mbar_arrive(empty(s));
+                            if (next_listed(s2, phase2, t2, bm2, INT_MAX) == 0) {
+                                pending = false;
+                                break;
+                            }
+                            issue_qk(sc, s2);
+                            load_keep(t2, bm2, s2, keep);
+                            sm90::wgmma_wait<0>();
+                            sm90::fence_regs(sc);
+                            softmax(general, sc, t2, bm2, keep, alpha);
+                            rescale_o(alpha);
+                        }
+                        pack_p(sc, pa);
+                        s = s2;
+                        phase = phase2;
+                    }
+                    if (pending) {
                         issue_pv(pa, s);
                         sm90::wgmma_wait<0>();
                         sm90::fence_regs(o);
                         sm90::mbar_arrive(empty(s));
-                        if (next_listed(s2, phase2, t2, bm2, INT_MAX) == 0) {
-                            pending = false;
-                            break;
-                        }
-                        issue_qk(sc, s2);
-                        load_keep(t2, bm2, s2, keep);
-                        sm90::wgmma_wait<0>();
-                        sm90::fence_regs(sc);
-                        softmax(sc, t2, bm2, keep, alpha);
-                        rescale_o(alpha);
-                    } else {
-                        issue_qk(sc, s2);
-                        load_keep(t2, bm2, s2, keep);
-                        issue_pv(pa, s);
-                        sm90::wgmma_wait<1>();
-                        sm90::fence_regs(sc);
-                        const bool moved = softmax(sc, t2, bm2, keep, alpha);
-                        // O is rescaled only when a row maximum moved. The branch also keeps the
-                        // wait for PV after the softmax: within one block ptxas hoists it above
-                        // the exponentials.
-                        if (__any_sync(0xffffffffu, moved)) {
-                            sm90::wgmma_wait<0>();
-                            sm90::fence_regs(o);
-                            rescale_o(alpha);
-                        } else {
-                            sm90::wgmma_wait<0>();
-                            sm90::fence_regs(o);
-                        }
-                        sm90::mbar_arrive(empty(s));
                     }
-                    pack_p(sc, pa);
-                    s = s2;
+                    s = s2;  // at (SPLIT) or past the end of this consumer's walk
                     phase = phase2;
                 }
-                if (pending) {
-                    issue_pv(pa, s);
-                    sm90::wgmma_wait<0>();
-                    sm90::fence_regs(o);
-                    sm90::mbar_arrive(empty(s));
-                }
-                s = s2;  // at (SPLIT) or past the end of this consumer's walk
-                phase = phase2;
+            };
+            if constexpr (Tr::PLAIN_WALK) {
+                if (!prescale) walk(std::false_type{});
+                else walk(std::true_type{});
+            } else {
+                walk(std::true_type{});
             }
 
             // SPLIT: at the end entry of this consumer's walk, held until a long row's parts are merged.
