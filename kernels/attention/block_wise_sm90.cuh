@@ -72,8 +72,8 @@ template <int D, int C, bool SPLIT = false> struct Sm90Traits {
     // registers where 160 registers per consumer thread leave no room for it (D = 128, C = 3).
     static constexpr bool Q_SHARED = D == 128 && C == 3;
     // A second instance of the consumers' walk for items that neither prescale nor add a bias,
-    // without their branches per tile: 1.02-1.05x at D 64 (docs/PERF.md); at D 128 within the
-    // spread of two identical builds, so not there.
+    // without their branches per tile: 1.03-1.07x at D 64 on dense, causal and block-sparse
+    // masks (docs/PERF.md); at D 128 within the spread of two identical builds, so not there.
     static constexpr bool PLAIN_WALK = D == 64;
     static constexpr int BOXES = D / 64;        // 128-byte swizzle boxes per tile row
     static constexpr int BOX_BYTES = 64 * 128;  // 64 rows x 64 elements
