@@ -597,8 +597,9 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
     // max(s * sl) for sl > 0); with a bias the scores are scaled first and sl is 1. m_r is in
     // the scaled domain. alpha: the factor O must be rescaled by (exactly 1 when the row
     // maximum did not move). Returns whether either row's maximum moved (known before alpha).
-    // `general`: std::true_type where the item may prescale or add a bias (else neither).
-    auto softmax = [&](auto general, float(&sc)[32], const TileInfo& t, int bm, const uint32_t(&keep)[2], float(&alpha)[2]) {
+    // `general`: std::true_type where the item may prescale or add a bias (else neither); `stage`:
+    // the ring slot holding the tile's bitmap.
+    auto softmax = [&](auto general, float(&sc)[32], const TileInfo& t, int bm, int stage, float(&alpha)[2]) {
         if (decltype(general)::value && prescale) {
 #pragma unroll
             for (int i = 0; i < 32; ++i) sc[i] *= p.scale_log2;
@@ -614,6 +615,8 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                 }
         }
         if (bm >= 0 || t.cols != ~0ull) {
+            uint32_t keep[2];
+            load_keep(t, bm, stage, keep);
 #pragma unroll
             for (int n = 0; n < 8; ++n)
 #pragma unroll
@@ -735,12 +738,10 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                     float sc[32];
                     uint32_t pa[4][4];
                     float alpha[2];
-                    uint32_t keep[2];
                     issue_qk(sc, s);
-                    load_keep(t, bm, s, keep);
                     sm90::wgmma_wait<0>();
                     sm90::fence_regs(sc);
-                    softmax(general, sc, t, bm, keep, alpha);
+                    softmax(general, sc, t, bm, s, alpha);
                     pack_p(sc, pa);
                     int s2;
                     uint32_t phase2;
@@ -754,11 +755,10 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                         const int found = next_listed(s2, phase2, t2, bm2, STAGES - 1);
                         if (found == 1) {  // tested first: one branch a tile on the common path
                             issue_qk(sc, s2);
-                            load_keep(t2, bm2, s2, keep);
                             issue_pv(pa, s);
                             sm90::wgmma_wait<1>();
                             sm90::fence_regs(sc);
-                            const bool moved = softmax(general, sc, t2, bm2, keep, alpha);
+                            const bool moved = softmax(general, sc, t2, bm2, s2, alpha);
                             // O is rescaled only when a row maximum moved. The branch also keeps the
                             // wait for PV after the softmax: within one block ptxas hoists it above
                             // the exponentials.
@@ -783,10 +783,9 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                                 break;
                             }
                             issue_qk(sc, s2);
-                            load_keep(t2, bm2, s2, keep);
                             sm90::wgmma_wait<0>();
                             sm90::fence_regs(sc);
-                            softmax(general, sc, t2, bm2, keep, alpha);
+                            softmax(general, sc, t2, bm2, s2, alpha);
                             rescale_o(alpha);
                         }
                         pack_p(sc, pa);
