@@ -183,6 +183,12 @@ static_assert(sizeof(Entry) == 32, "block-wise sm90 attention: schedule entries 
 // store O; kHelp0 - r: store O, then help with row r), or -2 where its own long row goes on.
 enum EndOf : int { kEnd = -3, kMerge = -4, kHelp0 = -5 };
 
+// v, the same in every lane of the warp, as a value ptxas knows to be warp-uniform (REDUX writes
+// a uniform register): what the consumers compute from such values (stage index, barrier, TileInfo
+// and wgmma descriptor addresses) stays in uniform registers instead of being moved there before
+// every wgmma (R2UR). 1.02-1.06x at D 64 (docs/PERF.md).
+__device__ __forceinline__ int warp_uniform(int v) { return __reduce_min_sync(0xffffffffu, v); }
+
 template <typename T, int D, int C, bool SPLIT>
 __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
     block_wise_sm90_kernel(const __grid_constant__ AttnParams p, const __grid_constant__ CUtensorMap tq,
@@ -510,7 +516,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
 
     // ---- consumers ----
     sm90::setmaxnreg_inc<Tr::CONSUMER_REGS>();
-    const int w = wg - 1, ct = tid - 128 * wg;
+    const int w = warp_uniform(wg - 1), ct = tid - 128 * wg;
     const int wq = ct >> 5, lane = ct & 31, g = lane >> 2, t4 = lane & 3;
     // Per work item: global query rows of this lane (row0, row0 + 8), this consumer's Q tile, bias.
     int row0 = 0;
@@ -526,15 +532,16 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
     // Waits for the stages in order from (s, phase), releasing tiles this consumer's row does
     // not list: 1 at a listed tile (s, phase name it; not released), 0 at the end of this
     // consumer's walk (SPLIT: s, phase name it, not released; else released, s, phase past it),
-    // -1 after max_ahead unlisted tiles (s, phase name the next stage to look at).
+    // -1 after max_ahead unlisted tiles (s, phase name the next stage to look at). Every lane reads
+    // the same TileInfo; the tests are warp votes so that s stays warp-uniform (see warp_uniform).
     auto next_listed = [&](int& s, uint32_t& phase, TileInfo& t, int& bm, int max_ahead) {
         for (int k = 0; k < max_ahead; ++k) {
             sm90::mbar_wait(full(s), phase);
             t = info[s];
             bm = info[s].bm[w];
             if constexpr (SPLIT) {
-                if (bm != -2) return bm >= -1 ? 1 : 0;
-            } else if (t.col != INT_MAX && bm != -2) {
+                if (__any_sync(0xffffffffu, bm != -2)) return __any_sync(0xffffffffu, bm >= -1) ? 1 : 0;
+            } else if (__any_sync(0xffffffffu, t.col != INT_MAX && bm != -2)) {
                 return 1;
             }
             sm90::mbar_arrive(empty(s));
@@ -542,7 +549,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                 s = 0;
                 phase ^= 1;
             }
-            if (!SPLIT && t.col == INT_MAX) return 0;
+            if (!SPLIT && __any_sync(0xffffffffu, t.col == INT_MAX)) return 0;
         }
         return -1;
     };
@@ -641,15 +648,15 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
             alpha[r] = exp2_approx(m_r[r] - base[r]);
             m_r[r] = m_new;
         }
-        float rs[2] = {0.f, 0.f};
+        float rs[2];
 #pragma unroll
         for (int n = 0; n < 8; ++n) {
             sc[4 * n + 0] = exp2_approx(fmaf(sc[4 * n + 0], sl, -base[0]));
             sc[4 * n + 1] = exp2_approx(fmaf(sc[4 * n + 1], sl, -base[0]));
             sc[4 * n + 2] = exp2_approx(fmaf(sc[4 * n + 2], sl, -base[1]));
             sc[4 * n + 3] = exp2_approx(fmaf(sc[4 * n + 3], sl, -base[1]));
-            rs[0] += sc[4 * n + 0] + sc[4 * n + 1];
-            rs[1] += sc[4 * n + 2] + sc[4 * n + 3];
+            rs[0] = n == 0 ? sc[0] + sc[1] : rs[0] + (sc[4 * n + 0] + sc[4 * n + 1]);
+            rs[1] = n == 0 ? sc[2] + sc[3] : rs[1] + (sc[4 * n + 2] + sc[4 * n + 3]);
         }
         l_r[0] = l_r[0] * alpha[0] + rs[0];
         l_r[1] = l_r[1] * alpha[1] + rs[1];
@@ -699,10 +706,10 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
         const int qb = n % QN;
         sm90::mbar_wait(q_full(qb), (n / QN) & 1);
         const int4 item = item_of_buffer[qb];
-        const int h = item.x, b = item.y, q0 = item.z;
+        const int h = item.x, b = item.y, q0 = warp_uniform(item.z), parts = warp_uniform(item.w);
         if (q0 < 0) break;
         // SPLIT: a slice item's slot and row (-1: not a slice item).
-        const int slice = SPLIT && item.w <= -2 ? -2 - item.w : -1, slice_row = slice < 0 ? -1 : slice & 3;
+        const int slice = SPLIT && parts <= -2 ? -2 - parts : -1, slice_row = slice < 0 ? -1 : slice & 3;
         // Part 0: this consumer's 64 rows; part 1 (SPLIT, a helper): its tiles of the item's long row
         // `rows`, in a slice item from the start.
         for (int part = slice_row >= 0 && slice_row != w, rows = slice_row >= 0 ? slice_row : w;; part = 1) {
@@ -812,7 +819,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
             // SPLIT: at the end entry of this consumer's walk, held until a long row's parts are merged.
             int end = kEnd;
             if constexpr (SPLIT) {
-                end = info[s].bm[w];
+                end = warp_uniform(info[s].bm[w]);
                 constexpr int PF = Tr::PARTIAL_FLOATS;
                 // Parts of the long row's softmax state, thread-major: float k of this thread's at k * 128.
                 auto put_part = [&](float* mine) {
@@ -860,14 +867,14 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                             __threadfence();
                             atomicAdd(counters + (slice >> 2) / p.slices, 1u);
                         }
-                    } else if (item.w >= 0) {  // merge the slice items' pieces of this row
+                    } else if (parts >= 0) {  // merge the slice items' pieces of this row
                         if (ct == 0) {
-                            while (sm90::ld_acquire(counters + item.w) < static_cast<uint32_t>(p.slices)) __nanosleep(256);
-                            counters[item.w] = 0;  // for the next launch
+                            while (sm90::ld_acquire(counters + parts) < static_cast<uint32_t>(p.slices)) __nanosleep(256);
+                            counters[parts] = 0;  // for the next launch
                         }
                         sm90::named_barrier(1 + w, 128);
                         for (int k = 0; k < p.slices; ++k) {
-                            const float* theirs = slots + (static_cast<int64_t>(item.w) * p.slices + k) * PF * 128 + ct;
+                            const float* theirs = slots + (static_cast<int64_t>(parts) * p.slices + k) * PF * 128 + ct;
                             merge_part([&](int x) { return __ldcg(theirs + x * 128); });
                         }
                     }
