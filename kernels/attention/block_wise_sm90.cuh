@@ -71,10 +71,6 @@ template <int D, int C, bool SPLIT = false> struct Sm90Traits {
     // S = Q K^T reads Q from the shared Q tile (wgmma A from shared memory) instead of
     // registers where 160 registers per consumer thread leave no room for it (D = 128, C = 3).
     static constexpr bool Q_SHARED = D == 128 && C == 3;
-    // A second instance of the consumers' walk for items that neither prescale nor add a bias,
-    // without their branches per tile: 1.03-1.07x at D 64 on dense, causal and block-sparse
-    // masks (docs/PERF.md); at D 128 within the spread of two identical builds, so not there.
-    static constexpr bool PLAIN_WALK = D == 64;
     static constexpr int BOXES = D / 64;        // 128-byte swizzle boxes per tile row
     static constexpr int BOX_BYTES = 64 * 128;  // 64 rows x 64 elements
     static constexpr int TILE_BYTES = BOXES * BOX_BYTES;
@@ -735,7 +731,8 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
             }
 
             // This consumer's walk of the item: its tiles from the ring, instantiated apart for
-            // items that neither prescale nor add a bias.
+            // items that neither prescale nor add a bias, without those branches per tile
+            // (1.03-1.07x at D 64, 1.02-1.03x at D 128: docs/PERF.md).
             auto walk = [&](auto general) {
                 TileInfo t;
                 int bm = -2;
@@ -809,12 +806,8 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                     phase = phase2;
                 }
             };
-            if constexpr (Tr::PLAIN_WALK) {
-                if (!prescale) walk(std::false_type{});
-                else walk(std::true_type{});
-            } else {
-                walk(std::true_type{});
-            }
+            if (!prescale) walk(std::false_type{});
+            else walk(std::true_type{});
 
             // SPLIT: at the end entry of this consumer's walk, held until a long row's parts are merged.
             int end = kEnd;
