@@ -56,11 +56,30 @@
 
 namespace stof::kernels::attn {
 
-// C consumer warpgroups (2 or 3; 3 with 64-row mask tiles), 64 query rows each. SPLIT: long
-// tile rows are shared among the consumers (see SPLIT_MIN).
+// The most consumer warpgroups of a CTA.
+constexpr int kMaxConsumers = 4;
+
+// What the producer tells the consumers about the tile in a stage.
+struct TileInfo {
+    int col;                  // tile column; INT_MAX: the end of a list
+    int bm[kMaxConsumers];    // per consumer: -2 not listed, -1 full, >= 0 bitmap index; at an end, SPLIT only: an EndOf
+    unsigned long long cols;  // keys valid and < seq_k (bit c = column c of the tile)
+};
+
+// A ring entry as the planner passes it to the issuer: the tile and the (kv head, batch) its K
+// and V are read from; kv head -1: no entries follow.
+struct Entry {
+    TileInfo t;
+    int hk, b;
+};
+static_assert(sizeof(TileInfo) == 32 && sizeof(Entry) == 40, "block-wise sm90 attention: TileInfo and Entry sizes");
+
+// C consumer warpgroups (2 or 3; 3 with 64-row mask tiles; 4 at D 64 for dense masks), 64 query
+// rows each. SPLIT: long tile rows are shared among the consumers (see SPLIT_MIN).
 template <int D, int C, bool SPLIT = false> struct Sm90Traits {
     static_assert(D == 64 || D == 128, "block-wise sm90 attention: head_dim must be 64 or 128");
-    static_assert(C == 2 || C == 3, "block-wise sm90 attention: 2 or 3 consumers");
+    static_assert(C == 2 || C == 3 || (C == 4 && D == 64 && !SPLIT),
+                  "block-wise sm90 attention: 2 or 3 consumers, or 4 at D 64");
     static_assert(!SPLIT || D == 64, "block-wise sm90 attention: shared rows at head_dim 64 only (registers)");
     static constexpr int BM = 64 * C;  // query rows per CTA
     static constexpr int BN = 64;      // key columns per tile (mask tile_n)
@@ -69,14 +88,14 @@ template <int D, int C, bool SPLIT = false> struct Sm90Traits {
     // SPLIT instance's helpers' parts leave room for six), else as many as shared memory holds.
     static constexpr int STAGES = D == 64 ? (SPLIT ? 6 : 8) : C == 2 ? 4 : 3;
     // S = Q K^T reads Q from the shared Q tile (wgmma A from shared memory) instead of
-    // registers where 160 registers per consumer thread leave no room for it (D = 128, C = 3).
-    static constexpr bool Q_SHARED = D == 128 && C == 3;
+    // registers where the consumer's registers leave no room for it (D = 128, C = 3: 160; C = 4: 112).
+    static constexpr bool Q_SHARED = (D == 128 && C == 3) || C == 4;
     static constexpr int BOXES = D / 64;        // 128-byte swizzle boxes per tile row
     static constexpr int BOX_BYTES = 64 * 128;  // 64 rows x 64 elements
     static constexpr int TILE_BYTES = BOXES * BOX_BYTES;
     // Q tiles of the items the producer has loaded ahead (their O leaves through them too):
     // three where shared memory holds them, so that a short item's Q has two items' time to land.
-    static constexpr int Q_BUFFERS = D == 64 && (!SPLIT || C == 2) ? 3 : 2;
+    static constexpr int Q_BUFFERS = D == 64 && C < 4 && (!SPLIT || C == 2) ? 3 : 2;
     static constexpr int Q_OFFSET = 0;  // [buffer][consumer] Q tiles
     static constexpr int K_OFFSET = Q_BUFFERS * C * TILE_BYTES;
     static constexpr int V_OFFSET = K_OFFSET + STAGES * TILE_BYTES;
@@ -94,7 +113,7 @@ template <int D, int C, bool SPLIT = false> struct Sm90Traits {
     static constexpr int INFO_OFFSET = ITEM_OFFSET + 16 * Q_BUFFERS;
     // Per stage, the bitmaps of the tile's partial 64-row parts: consumer w's at 512 * w.
     static constexpr int BITMAP_BYTES = 512 * C;
-    static constexpr int BITMAP_OFFSET = INFO_OFFSET + 32 * STAGES;
+    static constexpr int BITMAP_OFFSET = INFO_OFFSET + static_cast<int>(sizeof(TileInfo)) * STAGES;
     // SPLIT: where one 64-row tile row of an item lists at least SPLIT_MIN tiles and 4 times as
     // many as each other row, the other consumers help with it after their own rows. Each
     // helper leaves its part of the row's softmax state (o, m, l: PARTIAL_FLOATS per thread,
@@ -110,13 +129,13 @@ template <int D, int C, bool SPLIT = false> struct Sm90Traits {
     static constexpr int SLOT_BYTES = PARTIAL_FLOATS * 128 * 4;
     static constexpr int SLOTS_OFFSET = 4 * SPLIT_SLOTS;
     static constexpr int PARTIAL_OFFSET = BITMAP_OFFSET + BITMAP_BYTES * STAGES;
-    static constexpr int SCHED_OFFSET = PARTIAL_OFFSET + PARTIAL_BYTES;  // Entry [SCHED]
-    static constexpr int SMEM_BYTES = SCHED_OFFSET + 32 * SCHED + 1024;  // + alignment slack
+    static constexpr int SCHED_OFFSET = PARTIAL_OFFSET + PARTIAL_BYTES;                               // Entry [SCHED]
+    static constexpr int SMEM_BYTES = SCHED_OFFSET + static_cast<int>(sizeof(Entry)) * SCHED + 1024;  // + alignment slack
     static constexpr int CONSUMER_THREADS = 128 * C;
     // Registers per thread after setmaxnreg: the producer warpgroup gives what the consumers take
     // (56 for the planner's walk of a shared row, which spills with 40).
     static constexpr int PRODUCER_REGS = SPLIT ? 56 : C == 2 ? 40 : 32;
-    static constexpr int CONSUMER_REGS = C == 2 ? (SPLIT ? 224 : 232) : SPLIT ? 152 : 160;
+    static constexpr int CONSUMER_REGS = C == 2 ? (SPLIT ? 224 : 232) : C == 3 ? (SPLIT ? 152 : 160) : 112;
     // setmaxnreg moves registers within what the CTA got at launch (65536 / THREADS per
     // thread, in multiples of 8): a consumer asking for more would wait forever.
     static constexpr int LAUNCH_REGS = 65536 / THREADS / 8 * 8;
@@ -158,21 +177,6 @@ template <int C> __device__ __forceinline__ void row_piece(int W, int cut, int s
 // has pieces in slice items the row's counter (>= 0; the pieces' slots are counter * slices + k),
 // or for a slice item -2 - (4 * its slot + the consumer whose row it is).
 __device__ __forceinline__ int slice_item_code(int slot, int row) { return -2 - (4 * slot + row); }
-
-// What the producer tells the consumers about the tile in a stage.
-struct TileInfo {
-    int col;                  // tile column; INT_MAX: the end of a list
-    int bm[3];                // per consumer: -2 not listed, -1 full, >= 0 bitmap index; at an end, SPLIT only: an EndOf
-    unsigned long long cols;  // keys valid and < seq_k (bit c = column c of the tile)
-};
-
-// A ring entry as the planner passes it to the issuer: the tile and the (kv head, batch) its K
-// and V are read from; kv head -1: no entries follow.
-struct Entry {
-    TileInfo t;
-    int hk, b;
-};
-static_assert(sizeof(Entry) == 32, "block-wise sm90 attention: schedule entries are 32 bytes");
 
 // In the SPLIT kernel, what an end entry (col == INT_MAX) is to consumer c (TileInfo::bm[c]):
 // the end of its walk (kEnd: store O; kMerge: merge its helpers' parts of its long row, then
@@ -473,7 +477,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
 #pragma unroll
                 for (int c = 1; c < C; ++c) t.col = min(t.col, lists[c].col);
 #pragma unroll
-                for (int c = 0; c < 3; ++c)
+                for (int c = 0; c < kMaxConsumers; ++c)
                     t.bm[c] = c >= C ? -2 : !own_list(c) ? t.bm[0] : lists[c].col == t.col ? lists[c].bm : -2;
                 t.cols = ~0ull;
                 if (t.col != INT_MAX) {
@@ -492,7 +496,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                 }
                 if (SPLIT && t.col == INT_MAX) {
 #pragma unroll
-                    for (int c = 0; c < 3; ++c)
+                    for (int c = 0; c < kMaxConsumers; ++c)
                         t.bm[c] = long_row < 0 ? kEnd
                                   : part == 0  ? (c == long_row ? -2 : kHelp0 - long_row)
                                                : (c == long_row ? kMerge : kEnd);
@@ -536,7 +540,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
             t = info[s];
             bm = info[s].bm[w];
             if constexpr (SPLIT) {
-                if (__any_sync(0xffffffffu, bm != -2)) return __any_sync(0xffffffffu, bm >= -1) ? 1 : 0;
+                if (__any_sync(0xffffffffu, bm != -2)) return bm >= -1 ? 1 : 0;
             } else if (__any_sync(0xffffffffu, t.col != INT_MAX && bm != -2)) {
                 return 1;
             }
