@@ -123,8 +123,7 @@ cudaError_t launch_block_wise_sm90(const AttnParams& params, ElemType e, int hea
     // Three consumer warpgroups with 64-row mask tiles when their larger work items still give
     // every multiprocessor one, at head dim 128 only when the three tile rows of an item list
     // nearly the same tiles (dense, causal: a consumer skipping tiles of the item's list
-    // stalls the 3-stage ring); two otherwise (more, smaller items). Four at D 64 for dense
-    // masks (below).
+    // stalls the 3-stage ring); two otherwise (more, smaller items). Four at D 64 (below).
     int dev = 0, sms = 0;
     cudaError_t err = cudaGetDevice(&dev);
     if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
@@ -154,12 +153,12 @@ cudaError_t launch_block_wise_sm90(const AttnParams& params, ElemType e, int hea
         n = std::min<int64_t>(n, Sm90Traits<64, 2, true>::SPLIT_SLOTS / (hbs * p.long_row_count));
         p.slices = static_cast<int32_t>(std::max<int64_t>(n, 0));
     }
-    // Four consumers at D 64 where every tile row lists every key tile (dense), their larger work
-    // items still give every multiprocessor one and no row is shared (1.07× three on dense
-    // B 4, S 4096; causal and block-sparse masks measured slower with four).
+    // Four consumers at D 64 where their larger work items still give every multiprocessor one
+    // and no row is shared: 1.07× three on dense, 1.04–1.11× on causal, 1.05× on sliding and
+    // 1.20–1.29× on longformer and bigbird masks (B 4, S 4096; docs/PERF.md).
     constexpr int BM4 = Sm90Traits<64, 4>::BM;
     const int64_t items4 = static_cast<int64_t>((p.seq_q + BM4 - 1) / BM4) * p.heads * p.batch;
-    const bool four = d == 64 && p.tile_m == 64 && !split && items4 >= sms && p.mean_row >= (p.seq_k + 63) / 64;
+    const bool four = d == 64 && p.tile_m == 64 && !split && items4 >= sms;
     if (four) return bf16 ? launch<__nv_bfloat16, 64, 4>(p, m, sms, stream) : launch<__half, 64, 4>(p, m, sms, stream);
     if (three) {
         if (d == 64) {

@@ -74,7 +74,7 @@ struct Entry {
 };
 static_assert(sizeof(TileInfo) == 32 && sizeof(Entry) == 40, "block-wise sm90 attention: TileInfo and Entry sizes");
 
-// C consumer warpgroups (2 or 3; 3 with 64-row mask tiles; 4 at D 64 for dense masks), 64 query
+// C consumer warpgroups (2 or 3; 3 with 64-row mask tiles; 4 with those at D 64), 64 query
 // rows each. SPLIT: long tile rows are shared among the consumers (see SPLIT_MIN).
 template <int D, int C, bool SPLIT = false> struct Sm90Traits {
     static_assert(D == 64 || D == 128, "block-wise sm90 attention: head_dim must be 64 or 128");
@@ -225,7 +225,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
     if (tid == 0) {
         for (int qb = 0; qb < QN; ++qb) {
             sm90::mbar_init(q_full(qb), 1);
-            sm90::mbar_init(q_empty(qb), C);
+            sm90::mbar_init(q_empty(qb), Tr::CONSUMER_THREADS);
         }
         for (int s = 0; s < STAGES; ++s) {
             sm90::mbar_init(full(s), 1);
@@ -882,8 +882,7 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
                     phase ^= 1;
                 }
                 if (slice >= 0) {  // nothing to store: this consumer is done with the item's Q
-                    sm90::named_barrier(1 + w, 128);
-                    if (ct == 0) sm90::mbar_arrive(q_empty(qb));
+                    sm90::mbar_arrive(q_empty(qb));
                     break;
                 }
                 if (part == 1) break;
@@ -913,8 +912,8 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
             if (ct == 0) {
                 for (int x = 0; x < Tr::BOXES; ++x) sm90::tma_store_4d(&to, qs + x * BOX, 64 * x, q0 + 64 * w, h, b);
                 sm90::tma_store_commit_and_wait();
-                sm90::mbar_arrive(q_empty(qb));
             }
+            sm90::mbar_arrive(q_empty(qb));  // every consumer thread: done with the item's Q buffer and record
             if (!SPLIT || end >= kMerge) break;
             rows = kHelp0 - end;
         }

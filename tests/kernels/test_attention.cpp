@@ -245,13 +245,16 @@ TEST_CASE("attention: the Hopper kernel with several work items per CTA", "[gpu]
     if (!hopper_or_skip()) return;
     auto rng = make_rng();
     const int S = 1000;  // 8 query blocks, the last one partial
+    // At D 64, (2, 48): 384 items of 256 rows (four consumers); (1, 30): 180 items of 192 rows
+    // (three consumers: 120 of 256 rows would leave multiprocessors idle).
     for (const std::string& fam : mask_families())
-        for (const auto& [D, dt] : {std::pair{64, ElemType::f16}, std::pair{64, ElemType::bf16}, std::pair{128, ElemType::f16},
-                                    std::pair{128, ElemType::bf16}}) {
+        for (const auto& [D, dt, batch, heads] :
+             {std::tuple{64, ElemType::f16, 2, 48}, std::tuple{64, ElemType::bf16, 2, 48}, std::tuple{64, ElemType::f16, 1, 30},
+              std::tuple{128, ElemType::f16, 2, 48}, std::tuple{128, ElemType::bf16, 2, 48}}) {
             AttentionCase c;
-            c.batch = 2;
-            c.heads = 48;
-            c.kv_heads = D == 64 ? 48 : 8;  // 576 items at D 64, 768 at D 128
+            c.batch = batch;
+            c.heads = heads;
+            c.kv_heads = D == 64 ? heads : 8;  // 768 items at D 128
             c.head_dim = D;
             c.dtype = dt;
             c.layout = D == 64 ? Layout::bhsd : Layout::bshd;
@@ -261,11 +264,14 @@ TEST_CASE("attention: the Hopper kernel with several work items per CTA", "[gpu]
             c.kernel = AttentionKernel::block_wise_sm90;
             if (fam == "global") c.tile_m = 128;
             if (fam == "bigbird") {
-                c.valid_len = {S, 900};
+                c.valid_len = batch == 1 ? std::vector<int>{900} : std::vector<int>{S, 900};
                 c.invalid_fraction = 0.05;
                 c.bias = true;
             }
-            check(c, fam + " 1000 sm90 many items D" + std::to_string(D) + (dt == ElemType::f16 ? " f16" : " bf16"), rng);
+            check(c,
+                  fam + " 1000 sm90 many items B" + std::to_string(batch) + " H" + std::to_string(heads) + " D" +
+                      std::to_string(D) + (dt == ElemType::f16 ? " f16" : " bf16"),
+                  rng);
         }
 }
 
@@ -445,13 +451,15 @@ TEST_CASE("attention: small cases for compute-sanitizer", "[gpu][kernels][attent
         c.kernel = AttentionKernel::block_wise_sm90;
         check(c, "long first row S=1100", rng);
     }
-    {  // 140 work items of 192 rows (three consumers at D 64): some Hopper CTAs run two
+    // Some Hopper CTAs run two work items: 140 of 256 rows (four consumers at D 64), 140 of 192
+    // rows (three consumers: 70 of 256 rows would leave multiprocessors idle).
+    for (const auto& [S, H] : {std::pair{130, 140}, std::pair{200, 70}}) {
         AttentionCase c;
         c.batch = 1;
-        c.heads = c.kv_heads = 140;
-        c.seq_q = c.seq_k = 130;
-        c.keep = mask_family("causal", 130, 130, rng);
-        c.valid_len = {120};
-        check_all_kernels(c, "causal S=130 H=140", rng);
+        c.heads = c.kv_heads = H;
+        c.seq_q = c.seq_k = S;
+        c.keep = mask_family("causal", S, S, rng);
+        c.valid_len = {S - 10};
+        check_all_kernels(c, "causal S=" + std::to_string(S) + " H=" + std::to_string(H), rng);
     }
 }

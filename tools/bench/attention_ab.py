@@ -37,7 +37,7 @@ CASES = [(1, 32, 8, 64, 4096, "causal"), (8, 12, 12, 64, 1024, "causal"), (4, 12
          (8, 12, 12, 64, 2048, "paper_bigbird"), (16, 12, 12, 64, 2048, "paper_longformer"),
          (16, 12, 12, 64, 2048, "paper_sliding"), (8, 12, 12, 64, 4096, "paper_bigbird"),
          (1, 12, 12, 64, 2048, "paper_longformer"), (1, 12, 12, 64, 2048, "paper_bigbird"),
-         (1, 12, 12, 64, 4096, "paper_bigbird")]
+         (1, 12, 12, 64, 4096, "paper_bigbird"), (8, 12, 12, 64, 1024, "dense"), (2, 32, 32, 128, 4096, "dense")]
 
 
 def main():
