@@ -49,8 +49,18 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds per case (default 3)")
     ap.add_argument("--max-diff", type=float, default=0.0, metavar="X",
                     help="accept outputs within X (absolute) of the first build's (default 0: bit-identical)")
+    ap.add_argument("--case", action="append", default=[], metavar="B,H,H_KV,D,S,MASK",
+                    help="time this case instead of the built-in list (repeatable; e.g. 2,32,32,128,4096,dense)")
     ap.add_argument("--markdown", type=Path)
     a = ap.parse_args()
+    cases = CASES
+    if a.case:
+        try:
+            cases = [(*map(int, c.split(",")[:5]), c.split(",")[5]) for c in a.case]
+            for _, h, _, _, _, m in cases:
+                make_mask(m, 128, h)
+        except (ValueError, IndexError):
+            sys.exit("attention_ab.py: --case takes B,H,H_KV,D,S,MASK (five integers and a mask name of mha.py)")
     builds = dict(b.split("=", 1) for b in a.build)
     if len(builds) < 2 or any(not Path(p).is_file() for p in builds.values()):
         sys.exit("attention_ab.py: give two or more --build LABEL=LIB with distinct labels and existing files")
@@ -63,7 +73,7 @@ def main():
         head.append("max diff")
     lines = [torch.cuda.get_device_name(), "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     print("\n".join(lines), flush=True)
-    for b, h, hkv, d, s, m in CASES:
+    for b, h, hkv, d, s, m in cases:
         if not re.search(a.only, f"B{b}-H{h}-D{d}-S{s}-{m}"):
             continue
         keep = make_mask(m, s, h)
