@@ -314,10 +314,13 @@ __global__ void __launch_bounds__(Sm90Traits<D, C, SPLIT>::THREADS, 1)
         const int hbs = p.heads * p.batch;
         const int qblocks = (p.seq_q + Tr::BM - 1) / Tr::BM;
         const int items = qblocks * hbs;
-        const bool late_first = __ldg(p.row_ptr + p.tile_rows) - __ldg(p.row_ptr + p.tile_rows - 1) >=
-                                __ldg(p.row_ptr + 1) - __ldg(p.row_ptr);
-        // Causal-like patterns keep one group: the heaviest-first order is what balances them.
-        const int hbg = late_first ? hbs : hb_group;
+        const int first_len = __ldg(p.row_ptr + 1) - __ldg(p.row_ptr);
+        const int last_len = __ldg(p.row_ptr + p.tile_rows) - __ldg(p.row_ptr + p.tile_rows - 1);
+        const bool late_first = last_len >= first_len;
+        // Causal-like patterns (a last tile row longer than the first) keep one group: the
+        // heaviest-first order is what balances them. Every other pattern is grouped, dense ones
+        // too (in one group, D 128 dense at B 2, S 4096 hit L2 for 28 % of its reads, grouped 83 %).
+        const int hbg = last_len > first_len ? hbs : hb_group;
         bool heavy_first = false;
         if (hbg < hbs && qblocks > 1) {
             int longest = 0;

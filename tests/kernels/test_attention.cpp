@@ -237,27 +237,29 @@ TEST_CASE("attention: the Hopper kernel at S = 4096", "[gpu][kernels][attention]
             }
 }
 
-// More work items (query block of 128 rows, or 192 with three consumers, head, batch) than
-// multiprocessors: the Hopper kernel's persistent CTAs each run several items, carrying the
-// K/V ring and the Q double buffer across items (three consumers at D 128 for the dense mask).
+// More work items (64 query rows per consumer, head, batch) than multiprocessors: the Hopper
+// kernel's persistent CTAs each run several items, carrying the K/V ring and the Q buffers
+// across items (three consumers at D 128 for the dense mask).
 TEST_CASE("attention: the Hopper kernel with several work items per CTA", "[gpu][kernels][attention]") {
     STOF_REQUIRE_GPU();
     if (!hopper_or_skip()) return;
     auto rng = make_rng();
     const int S = 1000;  // 8 query blocks, the last one partial
-    // At D 64, (2, 48): 384 items of 256 rows (four consumers); (1, 30): 180 items of 192 rows
-    // (three consumers: 120 of 256 rows would leave multiprocessors idle).
+    // At D 64 (and 32, on its instance), (2, 48): 384 items of 256 rows (four consumers); (1, 30):
+    // 180 items of 192 rows (three consumers: 120 of 256 rows would leave multiprocessors idle).
+    // D 80 runs on the instance of 128.
     for (const std::string& fam : mask_families())
         for (const auto& [D, dt, batch, heads] :
              {std::tuple{64, ElemType::f16, 2, 48}, std::tuple{64, ElemType::bf16, 2, 48}, std::tuple{64, ElemType::f16, 1, 30},
-              std::tuple{128, ElemType::f16, 2, 48}, std::tuple{128, ElemType::bf16, 2, 48}}) {
+              std::tuple{32, ElemType::f16, 2, 48}, std::tuple{128, ElemType::f16, 2, 48},
+              std::tuple{128, ElemType::bf16, 2, 48}, std::tuple{80, ElemType::bf16, 2, 48}}) {
             AttentionCase c;
             c.batch = batch;
             c.heads = heads;
-            c.kv_heads = D == 64 ? heads : 8;  // 768 items at D 128
+            c.kv_heads = D <= 64 ? heads : 8;  // 768 items at D 128
             c.head_dim = D;
             c.dtype = dt;
-            c.layout = D == 64 ? Layout::bhsd : Layout::bshd;
+            c.layout = D <= 64 ? Layout::bhsd : Layout::bshd;
             c.seq_q = c.seq_k = S;
             c.check_rows = 24;
             c.keep = mask_family(fam, S, S, rng);
