@@ -118,7 +118,7 @@ cudaError_t launch_folded_attention(const AttentionArgs& a, AttentionKernel kern
 
 // The analytical selector: row-wise when rho - tau / log2(seq / 16)^2 < 0, where
 // rho = non-empty 16x16 tiles / all 16x16 tiles (stof::mask_stats().rho).
-// tau is calibrated on the H100 (kernels/attention/README.md records how).
+// tau is calibrated on the GPU by tools/bench/calibrate_selector.py (kernels/attention/README.md records how).
 double attention_selector_tau();
 AttentionKernel select_attention_kernel(double rho, int32_t seq_k, double tau = attention_selector_tau());
 

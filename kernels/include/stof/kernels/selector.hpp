@@ -6,9 +6,9 @@
 // rho = non-empty 16x16 tiles / all 16x16 tiles of the mask (stof::mask_stats().rho),
 // N = seq_k. N <= 16 always picks row-wise (a single 16-column tile: the bound is
 // infinite there).
-// tau is calibrated on the H100 by tools/bench/calibrate_selector.py: the
-// block-wise kernel was faster at 72 of 73 measured points, so tau = 0
-// (docs/PERF.md, docs/calibration/attention_selector.json).
+// tau is calibrated by tools/bench/calibrate_selector.py: on the H200 the block-wise
+// kernel (the Hopper one) was faster at all 132 measured points, element-sparse masks
+// and S = 128 included, so tau = 0 (docs/PERF.md, docs/calibration/attention_selector.json).
 // Host-only and header-only, no CUDA headers: the compiler reads it without the kernels.
 #pragma once
 
