@@ -122,15 +122,17 @@ cudaError_t launch_block_wise_sm90(const AttnParams& params, ElemType e, int hea
     const bool bf16 = e == ElemType::bf16;
     // Three consumer warpgroups with 64-row mask tiles when their larger work items still give
     // every multiprocessor one, at head dim 128 only when the three tile rows of an item list
-    // nearly the same tiles (dense, causal: a consumer skipping tiles of the item's list
-    // stalls the 3-stage ring); two otherwise (more, smaller items). Four at D 64 (below).
+    // mostly the same tiles (dense, causal, bands, bands with global rows: 1.01-1.06x two on
+    // sliding windows, level to 1.02x on longformer masks; with random blocks, bigbird at fill
+    // 0.54-0.57, a consumer skipping tiles of the item's list stalls the 3-stage ring: 0.90-0.94x;
+    // docs/PERF.md); two otherwise (more, smaller items). Four at D 64 (below).
     int dev = 0, sms = 0;
     cudaError_t err = cudaGetDevice(&dev);
     if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (err != cudaSuccess) return err;
     constexpr int BM3 = Sm90Traits<64, 3>::BM;
     const int64_t items3 = static_cast<int64_t>((p.seq_q + BM3 - 1) / BM3) * p.heads * p.batch;
-    constexpr float kMinFill128 = 0.85f;  // SparseMaskView::fill3 that takes three consumers at D 128
+    constexpr float kMinFill128 = 0.7f;  // SparseMaskView::fill3 that takes three consumers at D 128
     const bool three = p.tile_m == 64 && items3 >= sms && (d == 64 || p.fill3 >= kMinFill128);
     // At D 64 with 64-row tiles, the kernel that shares long tile rows among its consumers where
     // the longest tile row outlasts a consumer's share of all the work (the grid's C consumers
